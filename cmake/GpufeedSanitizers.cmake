@@ -1,0 +1,7 @@
+# -DGPUFEED_SANITIZE=ON builds everything (library, binary, tests) with ASan
+# and UBSan; UBSan findings abort so a test run cannot hide them.
+if(GPUFEED_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

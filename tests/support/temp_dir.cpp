@@ -1,0 +1,35 @@
+#include "support/temp_dir.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace gpufeed::testing {
+
+TempDir::TempDir() {
+  std::string templ = (std::filesystem::temp_directory_path() / "gpufeed-test-XXXXXX").string();
+  if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::filesystem::path TempDir::write(std::string_view relative, std::string_view text) const {
+  auto file = path_ / relative;
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file) << text;
+  return file;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace gpufeed::testing
