@@ -11,4 +11,8 @@ namespace gpufeed {
 // Throws gpufeed::Error naming the path.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
+// The same checks, made before a long run so that it fails at once rather
+// than after the work: not a link, not a directory, and the directory exists.
+void check_output_path(const std::filesystem::path& path);
+
 }  // namespace gpufeed

@@ -62,6 +62,7 @@ int run(const std::vector<std::string>& args, Io& io) {
     std::string help_topic;
     CLI::App* help = app.add_subcommand("help", "Show help for gpufeed or one of its commands");
     help->add_option("command", help_topic, "The command to explain");
+    help->footer("Examples:\n  gpufeed help\n  gpufeed help probe");
 
     try {
       std::vector<std::string> reversed(args.rbegin(), args.rend());

@@ -17,6 +17,7 @@ struct ProbeRequest {
 };
 
 int run_probe(const ProbeRequest& req, Context& ctx) {
+  ctx.check_json_target(req.output);
   std::optional<std::filesystem::path> xml;
   if (!req.topology_xml.empty()) xml = req.topology_xml;
   Topology topology = load_topology(xml);

@@ -11,6 +11,10 @@ void add_output_options(CLI::App& cmd, OutputOptions& options) {
   cmd.add_flag("-v,--verbose", options.verbose, "Print more detail");
 }
 
+void Context::check_json_target(const OutputOptions& o) const {
+  if (!o.json_path.empty() && o.json_path != "-") check_output_path(o.json_path);
+}
+
 void Context::emit_json(const OutputOptions& o, const Json& document) const {
   if (o.json_path.empty()) return;
   const std::string text = document.dump(2) + "\n";

@@ -23,6 +23,8 @@ struct Context {
   TextStyle style;
   // Text goes to stdout unless --quiet, or --json - puts JSON there.
   bool wants_text(const OutputOptions& o) const { return !o.quiet && o.json_path != "-"; }
+  // Fails fast on an --json target that cannot be written, before the work.
+  void check_json_target(const OutputOptions& o) const;
   // Writes a finished document to the --json target (atomically for a file).
   void emit_json(const OutputOptions& o, const Json& document) const;
 };

@@ -39,7 +39,7 @@ class TempFile {
 
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+void check_output_path(const std::filesystem::path& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode)) {
@@ -51,6 +51,15 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
       throw usage_error(fmt::format("output {} is a directory", path.string()), "give a file name");
     }
   }
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw runtime_error(fmt::format("cannot write {}: directory {} does not exist", path.string(), dir.string()),
+                        "create it first or choose another path");
+  }
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+  check_output_path(path);
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
   TempFile tmp((dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string());
   tmp.fd() = ::mkstemp(tmp.path().data());  // O_EXCL: never an existing file or link

@@ -139,11 +139,13 @@ Budget compute_budget(const Topology& topo, const HostLimits& limits, const Budg
     g.worker_cores_per_rank = worker_pool / g.ranks;
     g.spare_cores = worker_pool - g.worker_cores_per_rank * g.ranks;
     const std::string who = budget.cpu_only ? "rank" : "GPU";
+    const int runtime_wanted = policy.runtime_cores_per_gpu * g.ranks;
     g.cpu_arithmetic = fmt::format(
-        "{}: {} cores - {} reserved for the system ({:.0f}%) - {} for runtime threads ({} x {} {}{}) = {}"
+        "{}: {} cores - {} reserved for the system ({:.0f}%) - {} for runtime threads ({} x {} {}{}{}) = {}"
         " -> {} worker cores per {}{}",
         g.name, g.usable_cores, g.reserved_cores, policy.system_reserve_fraction * 100, g.runtime_cores,
-        policy.runtime_cores_per_gpu, g.ranks, who, g.ranks == 1 ? "" : "s", worker_pool,
+        policy.runtime_cores_per_gpu, g.ranks, who, g.ranks == 1 ? "" : "s",
+        g.runtime_cores < runtime_wanted ? fmt::format(" wanted, {} left", g.runtime_cores) : "", worker_pool,
         g.worker_cores_per_rank, who, g.spare_cores ? fmt::format(" ({} spare)", g.spare_cores) : "");
     if (g.worker_cores_per_rank == 0) {
       budget.notes.push_back(fmt::format(

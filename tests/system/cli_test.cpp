@@ -133,10 +133,19 @@ TEST(Cli, JsonThroughASymlinkIsRefusedAndTheTargetKept) {
   EXPECT_EQ(testing::read_file(victim), "keep me");
 }
 
-TEST(Cli, JsonIntoAMissingDirectoryExitsOne) {
-  auto r = run_cli({"probe", "--topology", fixture("cpu-1s-nogpu"), "--quiet", "--json", "/nonexistent/dir/p.json"});
+TEST(Cli, JsonIntoAMissingDirectoryExitsOneBeforeAnyOutput) {
+  auto r = run_cli({"probe", "--topology", fixture("cpu-1s-nogpu"), "--json", "/nonexistent/dir/p.json"});
   EXPECT_EQ(r.code, 1);
   expect_one_line_error(r, "/nonexistent/dir");
+  EXPECT_EQ(r.out, "");  // failed fast, not after printing the report
+}
+
+TEST(Cli, JsonOntoADirectoryIsAUsageError) {
+  testing::TempDir dir;
+  auto r = run_cli({"probe", "--topology", fixture("cpu-1s-nogpu"), "--json", dir.path().string()});
+  EXPECT_EQ(r.code, 2);
+  expect_one_line_error(r, "is a directory");
+  EXPECT_EQ(r.out, "");
 }
 
 TEST(Cli, ColourOnlyOnATerminalWithoutNoColor) {
