@@ -70,6 +70,8 @@ struct Mount {
   std::string source;
   std::string root;     // the mounted subtree of the filesystem (cgroup paths)
   std::string options;  // super options; name the controllers of a cgroup v1 mount
+  unsigned dev_major = 0;  // st_dev of files on this mount
+  unsigned dev_minor = 0;
 };
 std::vector<Mount> parse_mountinfo(std::string_view text);
 

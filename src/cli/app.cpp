@@ -39,6 +39,7 @@ int run_help(const CLI::App& app, const std::string& topic, Io& io) {
 Io process_io() {
   Io io{std::cout, std::cerr};
   io.out_is_tty = isatty(STDOUT_FILENO) == 1;
+  io.err_is_tty = isatty(STDERR_FILENO) == 1;
   io.env = [](std::string_view name) -> std::optional<std::string> {
     const char* value = std::getenv(std::string(name).c_str());
     return value ? std::optional<std::string>(value) : std::nullopt;
@@ -58,6 +59,7 @@ int run(const std::vector<std::string>& args, Io& io) {
 
     std::vector<Command> commands;
     commands.push_back(add_probe_command(app));
+    commands.push_back(add_diagnose_command(app));
 
     std::string help_topic;
     CLI::App* help = app.add_subcommand("help", "Show help for gpufeed or one of its commands");

@@ -18,6 +18,7 @@ struct Io {
   std::ostream& out;
   std::ostream& err;
   bool out_is_tty = false;
+  bool err_is_tty = false;  // progress lines go to stderr only on a terminal
   std::function<std::optional<std::string>(std::string_view)> env = [](std::string_view) {
     return std::optional<std::string>{};
   };

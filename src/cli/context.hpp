@@ -40,5 +40,6 @@ struct Command {
 };
 
 Command add_probe_command(CLI::App& app);
+Command add_diagnose_command(CLI::App& app);
 
 }  // namespace gpufeed::cli

@@ -140,8 +140,15 @@ std::vector<Mount> parse_mountinfo(std::string_view text) {
     auto dash = std::find(fields.begin(), fields.end(), std::string_view("-"));
     if (fields.size() < 5 || dash == fields.end() || std::distance(dash, fields.end()) < 3) continue;
     const std::string options = std::distance(dash, fields.end()) > 3 ? std::string(*(dash + 3)) : "";
-    mounts.push_back(Mount{unescape_octal(fields[4]), std::string(*(dash + 1)), unescape_octal(*(dash + 2)),
-                           unescape_octal(fields[3]), options});
+    Mount m{unescape_octal(fields[4]), std::string(*(dash + 1)), unescape_octal(*(dash + 2)),
+            unescape_octal(fields[3]), options};
+    const auto dev = fields[2];  // "major:minor"
+    const auto colon = dev.find(':');
+    if (colon != std::string_view::npos) {
+      m.dev_major = to_number<unsigned>(dev.substr(0, colon)).value_or(0);
+      m.dev_minor = to_number<unsigned>(dev.substr(colon + 1)).value_or(0);
+    }
+    mounts.push_back(std::move(m));
   }
   return mounts;
 }

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0
+/* gpufeed diagnose: syscall latency of a training job and its DataLoader
+ * workers, kept in the kernel as log2 histograms; slow path/file calls and
+ * the training loop's data-wait spans sent to user space; forks followed.
+ *
+ * Only tracepoints (tp_btf): this project's kernels have no kprobes or fentry.
+ * Hot path: every syscall on the machine pays one hash lookup of its tgid;
+ * only traced processes go further. */
+#include "gf_vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "diagnose.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Settings, written by user space between open and load. */
+const volatile __u64 slow_call_ns = 1000000;  /* report path/file calls slower than this */
+const volatile __u64 wait_span_ns = 500000;   /* report loop waits longer than this */
+
+/* x86_64 syscall numbers we treat specially. */
+#define NR_read 0
+#define NR_open 2
+#define NR_close 3
+#define NR_stat 4
+#define NR_fstat 5
+#define NR_lstat 6
+#define NR_poll 7
+#define NR_pread64 17
+#define NR_readv 19
+#define NR_access 21
+#define NR_select 23
+#define NR_recvfrom 45
+#define NR_recvmsg 47
+#define NR_futex 202
+#define NR_getdents64 217
+#define NR_epoll_wait 232
+#define NR_openat 257
+#define NR_newfstatat 262
+#define NR_faccessat 269
+#define NR_pselect6 270
+#define NR_ppoll 271
+#define NR_epoll_pwait 281
+#define NR_preadv 295
+#define NR_preadv2 327
+#define NR_statx 332
+#define NR_openat2 437
+#define NR_faccessat2 439
+#define NR_epoll_pwait2 441
+#define NR_futex_waitv 449
+
+#define AT_EMPTY_PATH 0x1000
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+#define S_IFIFO 0010000
+#define S_IFSOCK 0140000
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32); /* tgid */
+  __type(value, struct gf_proc);
+} procs SEC(".maps");
+
+/* A call in flight, from sys_enter to sys_exit. */
+struct gf_start {
+  __u64 ts;
+  __u64 path_ptr;  /* user pointer of the path argument */
+  __u64 file_ptr;  /* struct file * of the fd argument */
+  __u32 syscall;
+  __s32 fd;
+  __u16 kind;
+  __u16 role;
+  __u32 rank;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32); /* tid */
+  __type(value, struct gf_start);
+} starts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 4096);
+  __type(key, struct gf_hist_key);
+  __type(value, struct gf_hist);
+} hists SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, GF_COUNTERS);
+  __type(key, __u32);
+  __type(value, __u64);
+} counters SEC(".maps");
+
+static const struct gf_hist zero_hist;
+
+static __always_inline void count(__u32 which) {
+  __u64 *c = bpf_map_lookup_elem(&counters, &which);
+  if (c) *c += 1;
+}
+
+static __always_inline __u32 log2_u64(__u64 v) {
+  __u32 r = 0, shift;
+  shift = (v > 0xFFFFFFFF) << 5; v >>= shift; r |= shift;
+  shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+  shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+  shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+  shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+  r |= (v >> 1);
+  return r;
+}
+
+static __always_inline bool is_path_call(__u32 nr) {
+  switch (nr) {
+    case NR_open: case NR_stat: case NR_lstat: case NR_access:
+    case NR_openat: case NR_openat2: case NR_newfstatat: case NR_statx:
+    case NR_faccessat: case NR_faccessat2:
+      return true;
+  }
+  return false;
+}
+
+/* Which argument holds the path, for the path-taking calls. */
+static __always_inline unsigned long path_arg(struct pt_regs *regs, __u32 nr) {
+  switch (nr) {
+    case NR_open: case NR_stat: case NR_lstat: case NR_access:
+      return regs->di;
+  }
+  return regs->si; /* the *at() calls: (dirfd, path, ...) */
+}
+
+static __always_inline bool is_fd_call(__u32 nr) {
+  switch (nr) {
+    case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
+    case NR_recvfrom: case NR_recvmsg: case NR_close: case NR_fstat: case NR_getdents64:
+      return true;
+  }
+  return false;
+}
+
+static __always_inline struct file *fd_file(int fd) {
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+  struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+  if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds)) return 0;
+  struct file **fds = BPF_CORE_READ(fdt, fd);
+  struct file *f = 0;
+  bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+  return f;
+}
+
+static __always_inline __u16 file_kind(struct file *f) {
+  if (!f) return GF_KIND_OTHER_FD;
+  umode_t mode = BPF_CORE_READ(f, f_inode, i_mode);
+  switch (mode & S_IFMT) {
+    case S_IFREG: return GF_KIND_FILE;
+    case S_IFIFO: return GF_KIND_PIPE;
+    case S_IFSOCK: return GF_KIND_SOCKET;
+  }
+  return GF_KIND_OTHER_FD;
+}
+
+/* Calls the training loop blocks in while it waits for its next batch. */
+static __always_inline bool is_wait(__u32 nr, __u16 kind) {
+  switch (nr) {
+    case NR_poll: case NR_ppoll: case NR_select: case NR_pselect6:
+    case NR_epoll_wait: case NR_epoll_pwait: case NR_epoll_pwait2:
+    case NR_futex: case NR_futex_waitv:
+      return true;
+    case NR_read: case NR_readv: case NR_recvfrom: case NR_recvmsg:
+      return kind == GF_KIND_PIPE || kind == GF_KIND_SOCKET;
+  }
+  return false;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(gf_sys_enter, struct pt_regs *regs, long id) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+  struct gf_proc *proc = bpf_map_lookup_elem(&procs, &tgid);
+  if (!proc) return 0;
+
+  struct gf_start s = {};
+  s.syscall = (__u32)id;
+  s.rank = proc->rank;
+  if (proc->is_worker)
+    s.role = tid == tgid ? GF_ROLE_WORKER : GF_ROLE_WORKER_THREADS;
+  else
+    s.role = tid == tgid ? GF_ROLE_LOOP : GF_ROLE_LOOP_THREADS;
+  s.fd = -1;
+  if (is_path_call(s.syscall)) {
+    s.kind = GF_KIND_PATH;
+    s.path_ptr = path_arg(regs, s.syscall);
+    if (s.syscall != NR_open && s.syscall != NR_stat && s.syscall != NR_lstat && s.syscall != NR_access)
+      s.fd = (int)regs->di; /* dirfd */
+    if (s.syscall == NR_newfstatat || s.syscall == NR_statx) {
+      /* fstat(fd) arrives as newfstatat(fd, "", AT_EMPTY_PATH). */
+      unsigned long flags = s.syscall == NR_newfstatat ? regs->r10 : regs->dx;
+      char first = 0;
+      bpf_probe_read_user(&first, 1, (void *)s.path_ptr);
+      if ((flags & AT_EMPTY_PATH) && first == 0) {
+        s.kind = GF_KIND_FD_STAT;
+        s.file_ptr = (__u64)fd_file(s.fd);
+      }
+    }
+  } else if (is_fd_call(s.syscall)) {
+    s.fd = (int)regs->di;
+    struct file *f = fd_file(s.fd);
+    s.file_ptr = (__u64)f;
+    s.kind = s.syscall == NR_fstat ? GF_KIND_FD_STAT : file_kind(f);
+  }
+  s.ts = bpf_ktime_get_ns();
+  if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY) != 0) count(GF_COUNTER_STARTS_DROPPED);
+  return 0;
+}
+
+static __always_inline void fill_components(struct gf_event *e, struct file *f) {
+  struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+  e->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+  e->depth = 0;
+
+  for (int i = 0; i < GF_DENTRY_DEPTH; i++) {
+    if (!d) break;
+    struct dentry *parent = BPF_CORE_READ(d, d_parent);
+    const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+    bpf_probe_read_kernel_str(e->components[i], GF_DENTRY_NAME, name);
+    e->depth = i + 1;
+    if (parent == d) break; /* the filesystem's root */
+    d = parent;
+  }
+}
+
+static __always_inline bool is_reported_slow(__u32 nr, __u16 kind) {
+  if (kind == GF_KIND_PATH || kind == GF_KIND_FD_STAT) return true;
+  if (kind != GF_KIND_FILE) return false;
+  switch (nr) {
+    case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
+    case NR_close: case NR_getdents64:
+      return true;
+  }
+  return false;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(gf_sys_exit, struct pt_regs *regs, long ret) {
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct gf_start *s = bpf_map_lookup_elem(&starts, &tid);
+  if (!s) return 0;
+  __u64 now = bpf_ktime_get_ns();
+  __u64 dur = now - s->ts;
+  struct gf_start st = *s;
+  bpf_map_delete_elem(&starts, &tid);
+
+  struct gf_hist_key key = {.syscall = st.syscall, .role = st.role, .kind = st.kind};
+  struct gf_hist *h = bpf_map_lookup_elem(&hists, &key);
+  if (!h) {
+    bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST);
+    h = bpf_map_lookup_elem(&hists, &key);
+    if (!h) return 0;
+  }
+  __u32 slot = log2_u64(dur);
+  if (slot >= GF_HIST_SLOTS) slot = GF_HIST_SLOTS - 1;
+  h->count += 1;
+  h->total_ns += dur;
+  h->slots[slot] += 1;
+  if (ret > 0 && st.kind == GF_KIND_FILE && st.syscall != NR_close && st.syscall != NR_getdents64) h->bytes += ret;
+
+  bool slow = dur >= slow_call_ns && is_reported_slow(st.syscall, st.kind);
+  bool wait = st.role == GF_ROLE_LOOP && dur >= wait_span_ns && is_wait(st.syscall, st.kind);
+  if (!slow && !wait) return 0;
+
+  struct gf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    count(GF_COUNTER_EVENTS_DROPPED);
+    return 0;
+  }
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  e->type = slow ? GF_EVENT_SLOW_CALL : GF_EVENT_WAIT;
+  e->tgid = pid_tgid >> 32;
+  e->tid = tid;
+  e->other_pid = 0;
+  e->syscall = st.syscall;
+  e->role = st.role;
+  e->kind = st.kind;
+  e->ret = ret;
+  e->start_ns = st.ts;
+  e->dur_ns = dur;
+  e->fd = st.fd;
+  e->dev = 0;
+  e->rank = st.rank;
+  e->depth = 0;
+  e->path[0] = 0;
+  if (slow && st.kind == GF_KIND_PATH) {
+    bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)st.path_ptr);
+  } else if (slow && st.file_ptr) {
+    fill_components(e, (struct file *)st.file_ptr);
+  }
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+static __always_inline void send_process_event(__u32 type, __u32 tgid, __u32 other, __u32 rank) {
+  struct gf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+  if (!e) {
+    count(GF_COUNTER_EVENTS_DROPPED);
+    return;
+  }
+  e->type = type;
+  e->tgid = tgid;
+  e->tid = tgid;
+  e->other_pid = other;
+  e->syscall = 0;
+  e->role = 0;
+  e->kind = 0;
+  e->ret = 0;
+  e->start_ns = bpf_ktime_get_ns();
+  e->dur_ns = 0;
+  e->fd = -1;
+  e->dev = 0;
+  e->rank = rank;
+  e->depth = 0;
+  e->path[0] = 0;
+  bpf_ringbuf_submit(e, 0);
+}
+
+/* DataLoader workers are forked after the job starts (and again every epoch
+ * without persistent workers): follow every new process of a traced one. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(gf_fork, struct task_struct *parent, struct task_struct *child) {
+  __u32 parent_tgid = parent->tgid;
+  __u32 child_pid = child->pid, child_tgid = child->tgid;
+  if (child_pid != child_tgid) return 0; /* a new thread: covered by its tgid */
+  struct gf_proc *p = bpf_map_lookup_elem(&procs, &parent_tgid);
+  if (!p) return 0;
+  struct gf_proc worker = {.is_worker = 1, .rank = p->rank};
+  if (bpf_map_update_elem(&procs, &child_tgid, &worker, BPF_NOEXIST) != 0) count(GF_COUNTER_PROCS_DROPPED);
+  send_process_event(GF_EVENT_FORK, parent_tgid, child_tgid, p->rank);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(gf_exit, struct task_struct *task) {
+  __u32 pid = task->pid, tgid = task->tgid;
+  if (pid != tgid) return 0; /* a thread, not the process */
+  struct gf_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+  if (!p) return 0;
+  __u32 rank = p->rank;
+  bpf_map_delete_elem(&procs, &tgid);
+  send_process_event(GF_EVENT_EXIT, tgid, (__u32)task->exit_code, rank);
+  return 0;
+}

@@ -1,0 +1,169 @@
+#pragma once
+// What `gpufeed diagnose` measured in its window, as plain values. Filled by
+// the tracer, the /proc sampler and (later) the GPU sampler; read by the
+// rules (findings.hpp). Unit tests build it by hand.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpufeed/diagnose/histogram.hpp"
+
+namespace gpufeed {
+
+// Who made a call. LOOP is the training loop's thread (the main thread of a
+// rank's process); LOOP_THREADS its other threads (PyTorch's pin-memory
+// thread); WORKER a DataLoader worker's main thread, where samples are
+// loaded; WORKER_THREADS the worker's helper threads (queue feeder).
+enum class Role { Loop = 0, LoopThreads = 1, Worker = 2, WorkerThreads = 3 };
+// What the call's fd or argument was (see bpf/diagnose.h).
+enum class CallKind { None = 0, File = 1, Pipe = 2, Socket = 3, OtherFd = 4, Path = 5, FdStat = 6 };
+
+std::string role_name(Role r);
+std::string call_kind_name(CallKind k);
+// "openat", "newfstatat(path)", "read(pipe)" ...
+std::string call_label(int nr, CallKind kind);
+
+struct SyscallStat {
+  int nr = 0;
+  Role role = Role::Loop;
+  CallKind kind = CallKind::None;
+  LatencyHistogram hist;
+};
+
+struct SlowCall {
+  double t_s = 0;       // since the window started
+  double dur_ms = 0;
+  int pid = 0;
+  int tid = 0;
+  int rank = 0;
+  Role role = Role::Worker;
+  int nr = 0;
+  CallKind kind = CallKind::Path;
+  long long ret = 0;
+  std::string path;         // absolute when it could be resolved
+  std::string mount_point;  // empty when unknown
+  std::string fs_type;
+};
+
+// The training loop blocked waiting for another thread or process.
+struct WaitSpan {
+  double t_s = 0;
+  double dur_ms = 0;
+  int pid = 0;
+  int rank = 0;
+  int nr = 0;
+};
+
+struct ProcessInfo {
+  int pid = 0;
+  int ppid = 0;
+  int rank = 0;
+  bool worker = false;
+  std::string comm;
+  double first_seen_s = 0;  // in the window
+  double last_seen_s = 0;
+  bool exited = false;
+  std::optional<int> exit_code;
+  double cpu_s = 0;             // on-CPU time inside the window
+  std::map<char, int> states;   // samples per /proc state (R, S, D ...)
+  std::uint64_t max_rss_bytes = 0;
+};
+
+// What sampling /proc/PID/syscall saw (the /proc-only estimate of where time goes).
+struct SyscallSamples {
+  int loop_samples = 0;
+  int loop_waiting = 0;        // blocked in a wait-class call
+  int worker_samples = 0;
+  int worker_waiting = 0;      // idle: waiting for the next index
+  int worker_in_io = 0;        // in open/stat/read of a file
+  int worker_running = 0;
+};
+
+struct HostSample {
+  double t_s = 0;
+  double cpu_busy_pct = 0;
+  double cpu_iowait_pct = 0;
+};
+
+struct HostActivity {
+  int usable_cpus = 0;
+  std::vector<HostSample> series;  // one per /proc sample, for the timeline
+  double cpu_busy_pct = 0;       // of usable CPUs, average over the window
+  double cpu_iowait_pct = 0;
+  double ctx_switches_per_s = 0;
+  std::optional<double> psi_cpu_some_pct;  // share of the window with some task stalled
+  std::optional<double> psi_io_some_pct;
+  std::optional<double> psi_memory_some_pct;
+  std::uint64_t mem_available_bytes = 0;
+  std::uint64_t page_cache_bytes = 0;
+  int samples = 0;
+  double sample_hz = 0;
+};
+
+struct Evidence {
+  double window_s = 0;
+  int ranks = 1;
+  bool ebpf = false;                 // syscall tracing ran
+  std::string ebpf_unavailable;      // why not, for the report
+  double slow_threshold_ms = 1.0;
+  std::uint64_t events_dropped = 0;
+
+  std::vector<SyscallStat> syscalls;
+  std::vector<SlowCall> slow_calls;
+  std::vector<WaitSpan> waits;
+  std::vector<ProcessInfo> processes;
+  SyscallSamples sampled;
+  HostActivity host;
+  bool gpu_measured = false;  // GPU samplers arrive with their own issue
+};
+
+// Figures derived from Evidence, shared by the rules and the report.
+struct LoaderFigures {
+  std::optional<double> data_wait_fraction;  // of the loop's wall time
+  bool data_wait_sampled = false;            // from /proc sampling, not eBPF
+  double loop_active_s = 0;                  // from the loop's first wait to the window's end
+  int max_workers_per_rank = 0;              // most workers alive at once in a rank
+  int workers_total = 0;                     // distinct worker processes seen
+  int live_workers = 0;                      // alive at the end, all ranks
+  double worker_wall_s = 0;
+  double worker_wait_s = 0;                  // waiting for work (idle)
+  double worker_io_s = 0;                    // in file and path calls
+  double worker_cpu_s = 0;
+  std::optional<double> worker_busy_fraction;  // 1 - wait / wall
+  std::optional<double> worker_io_share;       // of busy time
+  std::optional<double> worker_cpu_share;      // of busy time
+  double worker_d_state_share = 0;             // of worker samples
+  std::uint64_t worker_opens = 0;
+  std::uint64_t worker_read_bytes = 0;
+  std::uint64_t worker_file_reads = 0;
+};
+
+LoaderFigures loader_figures(const Evidence& e);
+
+// Latency of a class of path calls (stat-like or open) across all traced
+// processes: exact from slow calls above the threshold, log2 buckets below.
+struct PathLatency {
+  std::uint64_t calls = 0;
+  std::optional<double> p50_ms;
+  std::optional<double> p99_ms;
+  double total_s = 0;
+};
+PathLatency path_latency(const Evidence& e, bool stats /* false: opens */, const std::string& mount = "");
+
+// Slow path and file calls grouped by mount and directory prefix.
+struct SlowGroup {
+  std::string mount_point;
+  std::string fs_type;
+  std::string prefix;
+  std::uint64_t calls = 0;
+  std::uint64_t stat_calls = 0;
+  std::uint64_t open_calls = 0;
+  std::uint64_t read_calls = 0;
+  double total_s = 0;
+  std::optional<double> stat_p50_ms, stat_p99_ms, open_p50_ms, open_p99_ms, read_p50_ms;
+};
+std::vector<SlowGroup> slow_groups(const Evidence& e);  // most total time first
+
+}  // namespace gpufeed

@@ -1,0 +1,48 @@
+#pragma once
+// Runs one `gpufeed diagnose` window: attaches to (or launches) the job,
+// traces it and its workers, samples /proc, and returns the diagnosis. The
+// traced job is never signalled or stopped by gpufeed; tracing ends cleanly
+// on the deadline, on SIGINT/SIGTERM, or when the job exits.
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gpufeed/diagnose/report.hpp"
+#include "gpufeed/probe/host_inspector.hpp"
+
+namespace gpufeed {
+
+enum class EbpfMode { Auto, Required, Off };
+
+struct DiagnoseRequest {
+  std::vector<int> pids;             // --pid, one per rank
+  std::vector<std::string> command;  // -- CMD ARGS...
+  double duration_s = 30;
+  double slow_call_ms = 1.0;
+  double sample_hz = 10;
+  EbpfMode ebpf = EbpfMode::Auto;
+  RuleThresholds thresholds;
+};
+
+struct DiagnoseOutcome {
+  DiagnosisReport report;
+  bool interrupted = false;           // SIGINT/SIGTERM ended the window
+  int launched_pid = 0;               // for -- CMD: still to be waited for
+  std::optional<int> command_status;  // exit code (128+signal) if it ended in the window
+};
+
+struct SessionIo {
+  HostPaths host;
+  std::ostream& err;                  // notes and progress
+  bool progress = false;              // a live progress line (stderr is a TTY)
+};
+
+DiagnoseOutcome run_diagnose_session(const DiagnoseRequest& req, SessionIo& io);
+
+// After the report is out: waits for a launched command and returns its exit
+// code (128 + signal when killed). Forwards a SIGTERM gpufeed received.
+int wait_for_command(int pid, std::ostream& err);
+
+}  // namespace gpufeed

@@ -1,0 +1,212 @@
+#include "gpufeed/diagnose/evidence.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "gpufeed/diagnose/mounts.hpp"
+#include "gpufeed/diagnose/syscalls.hpp"
+
+namespace gpufeed {
+namespace {
+
+bool is_wait_call(int nr, CallKind kind) {
+  return sys::is_wait(nr) || (sys::is_pipe_read(nr) && (kind == CallKind::Pipe || kind == CallKind::Socket));
+}
+
+bool is_io_call(int nr, CallKind kind) {
+  if (kind == CallKind::Path || kind == CallKind::FdStat) return true;
+  return kind == CallKind::File && (sys::is_read(nr) || nr == 3 /* close */ || nr == 217 /* getdents64 */);
+}
+
+std::optional<double> exact_quantile(std::vector<double> v, double q) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - (q > 0 ? 1 : 0);
+  return v[std::min(i, v.size() - 1)];
+}
+
+}  // namespace
+
+std::string role_name(Role r) {
+  switch (r) {
+    case Role::Loop: return "loop";
+    case Role::LoopThreads: return "loop-threads";
+    case Role::Worker: return "worker";
+    case Role::WorkerThreads: return "worker-threads";
+  }
+  return "worker";
+}
+
+std::string call_kind_name(CallKind k) {
+  switch (k) {
+    case CallKind::None: return "";
+    case CallKind::File: return "file";
+    case CallKind::Pipe: return "pipe";
+    case CallKind::Socket: return "socket";
+    case CallKind::OtherFd: return "other";
+    case CallKind::Path: return "path";
+    case CallKind::FdStat: return "fd";
+  }
+  return "";
+}
+
+std::string call_label(int nr, CallKind kind) {
+  const std::string name = sys::name(nr);
+  // Kinds matter where one syscall means different things (stat of a path or
+  // of an fd; read of a file or of a pipe).
+  const bool qualify = kind != CallKind::None && !(kind == CallKind::Path && sys::is_open(nr));
+  return qualify ? fmt::format("{}({})", name, call_kind_name(kind)) : name;
+}
+
+LoaderFigures loader_figures(const Evidence& e) {
+  LoaderFigures f;
+  const double window_ns = e.window_s * 1e9;
+  double loop_wait_ns = 0;
+  double worker_wait_ns = 0, worker_io_ns = 0;
+  for (const auto& s : e.syscalls) {
+    if (s.role == Role::Loop && is_wait_call(s.nr, s.kind)) loop_wait_ns += static_cast<double>(s.hist.total_ns);
+    if (s.role != Role::Worker) continue;
+    if (is_wait_call(s.nr, s.kind)) worker_wait_ns += static_cast<double>(s.hist.total_ns);
+    if (is_io_call(s.nr, s.kind)) worker_io_ns += static_cast<double>(s.hist.total_ns);
+    if (sys::is_open(s.nr)) f.worker_opens += s.hist.count;
+    if (s.kind == CallKind::File && sys::is_read(s.nr)) {
+      f.worker_read_bytes += s.hist.bytes;
+      f.worker_file_reads += s.hist.count;
+    }
+  }
+  if (e.ebpf && window_ns > 0) {
+    // The loop's time counts from its first wait for a batch: a launched job
+    // spends its first seconds importing and indexing, which is not feeding.
+    double from_ns = 0;
+    if (!e.waits.empty()) {
+      from_ns = std::min_element(e.waits.begin(), e.waits.end(), [](const WaitSpan& a, const WaitSpan& b) {
+                  return a.t_s < b.t_s;
+                })->t_s * 1e9;
+    }
+    const double active_ns = std::max(window_ns - from_ns, window_ns * 0.05);
+    f.loop_active_s = active_ns / 1e9;
+    f.data_wait_fraction = std::clamp(loop_wait_ns / (active_ns * std::max(1, e.ranks)), 0.0, 1.0);
+  } else if (e.sampled.loop_samples > 0) {
+    f.data_wait_fraction = static_cast<double>(e.sampled.loop_waiting) / e.sampled.loop_samples;
+    f.data_wait_sampled = true;
+  }
+
+  // Workers: wall time each was alive in the window; most alive at once per rank.
+  std::map<int, std::vector<std::pair<double, int>>> edges;  // rank -> (time, +1/-1)
+  int d_samples = 0, all_samples = 0;
+  for (const auto& p : e.processes) {
+    if (!p.worker) continue;
+    ++f.workers_total;
+    if (!p.exited) ++f.live_workers;
+    f.worker_wall_s += std::max(0.0, p.last_seen_s - p.first_seen_s);
+    f.worker_cpu_s += p.cpu_s;
+    edges[p.rank].push_back({p.first_seen_s, +1});
+    edges[p.rank].push_back({p.last_seen_s, -1});
+    for (const auto& [state, n] : p.states) {
+      all_samples += n;
+      if (state == 'D') d_samples += n;
+    }
+  }
+  for (auto& [rank, ev] : edges) {
+    std::sort(ev.begin(), ev.end(), [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+    int alive = 0;
+    for (const auto& [t, d] : ev) f.max_workers_per_rank = std::max(f.max_workers_per_rank, alive += d);
+  }
+  f.worker_d_state_share = all_samples ? static_cast<double>(d_samples) / all_samples : 0.0;
+  f.worker_cpu_s = std::min(f.worker_cpu_s, f.worker_wall_s);
+
+  if (e.ebpf && f.worker_wall_s > 0) {
+    f.worker_wait_s = std::min(worker_wait_ns / 1e9, f.worker_wall_s);
+    f.worker_io_s = worker_io_ns / 1e9;
+    const double busy = f.worker_wall_s - f.worker_wait_s;
+    f.worker_busy_fraction = busy / f.worker_wall_s;
+    if (busy > 0) {
+      f.worker_io_share = std::min(1.0, f.worker_io_s / busy);
+      f.worker_cpu_share = std::min(1.0, f.worker_cpu_s / busy);
+    }
+  } else if (e.sampled.worker_samples > 0) {
+    const double n = e.sampled.worker_samples;
+    f.worker_busy_fraction = 1.0 - e.sampled.worker_waiting / n;
+    const double busy = n - e.sampled.worker_waiting;
+    if (busy > 0) {
+      f.worker_io_share = e.sampled.worker_in_io / busy;
+      f.worker_cpu_share = e.sampled.worker_running / busy;
+    }
+    f.worker_wait_s = f.worker_wall_s * (e.sampled.worker_waiting / n);
+  }
+  return f;
+}
+
+PathLatency path_latency(const Evidence& e, bool stats, const std::string& mount) {
+  auto wanted = [stats](int nr) { return stats ? sys::is_stat(nr) : sys::is_open(nr); };
+  PathLatency out;
+  std::vector<double> exact_ns;
+  for (const auto& c : e.slow_calls) {
+    if (c.kind == CallKind::Path && wanted(c.nr) && (mount.empty() || c.mount_point == mount)) {
+      exact_ns.push_back(c.dur_ms * 1e6);
+    }
+  }
+  if (!mount.empty()) {
+    // Per mount only the calls above the threshold are known individually.
+    out.calls = exact_ns.size();
+    for (double v : exact_ns) out.total_s += v / 1e9;
+    if (auto v = exact_quantile(exact_ns, 0.5)) out.p50_ms = *v / 1e6;
+    if (auto v = exact_quantile(exact_ns, 0.99)) out.p99_ms = *v / 1e6;
+    return out;
+  }
+  LatencyHistogram all;
+  for (const auto& s : e.syscalls) {
+    if (s.kind == CallKind::Path && wanted(s.nr)) all.merge(s.hist);
+  }
+  out.calls = all.count;
+  out.total_s = static_cast<double>(all.total_ns) / 1e9;
+  const double threshold = e.slow_threshold_ms * 1e6;
+  if (auto v = all.quantile_ns(0.5, exact_ns, threshold)) out.p50_ms = *v / 1e6;
+  if (auto v = all.quantile_ns(0.99, exact_ns, threshold)) out.p99_ms = *v / 1e6;
+  return out;
+}
+
+std::vector<SlowGroup> slow_groups(const Evidence& e) {
+  struct Acc {
+    SlowGroup g;
+    std::vector<double> stat, open, read;
+  };
+  std::map<std::pair<std::string, std::string>, Acc> by;
+  for (const auto& c : e.slow_calls) {
+    const std::string mount = c.mount_point.empty() ? "?" : c.mount_point;
+    const std::string prefix = c.path.empty() ? mount : group_prefix(c.path, c.mount_point.empty() ? "/" : mount);
+    Acc& a = by[{mount, prefix}];
+    a.g.mount_point = mount;
+    a.g.fs_type = c.fs_type.empty() ? "?" : c.fs_type;
+    a.g.prefix = prefix;
+    ++a.g.calls;
+    a.g.total_s += c.dur_ms / 1e3;
+    if (c.kind == CallKind::Path && sys::is_stat(c.nr)) {
+      ++a.g.stat_calls;
+      a.stat.push_back(c.dur_ms);
+    } else if (c.kind == CallKind::Path && sys::is_open(c.nr)) {
+      ++a.g.open_calls;
+      a.open.push_back(c.dur_ms);
+    } else if (sys::is_read(c.nr)) {
+      ++a.g.read_calls;
+      a.read.push_back(c.dur_ms);
+    }
+  }
+  std::vector<SlowGroup> out;
+  for (auto& [key, a] : by) {
+    a.g.stat_p50_ms = exact_quantile(a.stat, 0.5);
+    a.g.stat_p99_ms = exact_quantile(a.stat, 0.99);
+    a.g.open_p50_ms = exact_quantile(a.open, 0.5);
+    a.g.open_p99_ms = exact_quantile(a.open, 0.99);
+    a.g.read_p50_ms = exact_quantile(a.read, 0.5);
+    out.push_back(a.g);
+  }
+  std::sort(out.begin(), out.end(), [](const SlowGroup& a, const SlowGroup& b) { return a.total_s > b.total_s; });
+  return out;
+}
+
+}  // namespace gpufeed

@@ -1,0 +1,310 @@
+#include "gpufeed/diagnose/findings.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "gpufeed/diagnose/mounts.hpp"
+#include "gpufeed/units.hpp"
+
+namespace gpufeed {
+namespace {
+
+std::string pct(double fraction) { return fmt::format("{:.0f}%", fraction * 100); }
+std::string ms(std::optional<double> v) { return v ? fmt::format("{:.1f} ms", *v) : "n/a"; }
+Json opt(std::optional<double> v) { return v ? Json(*v) : Json(nullptr); }
+
+// Without eBPF the figures are sampled from /proc: the same rules, lower confidence.
+Confidence base_confidence(const Evidence& e) { return e.ebpf ? Confidence::High : Confidence::Low; }
+
+struct Context {
+  const Evidence& e;
+  const RuleThresholds& t;
+  LoaderFigures f;
+  double wait = 0;  // data-wait fraction, 0 when unknown
+  bool starved = false;
+  std::vector<Finding> out;
+};
+
+// W x busy / (1 - f): the workers that would feed the loop at its own pace
+// (Little's law: a rank delivers W / t samples/s; fed, it needs 1/(1-f) times
+// what it gets now), with headroom for the latency tail.
+int workers_needed(const Context& c) {
+  const double w = std::max(1, c.f.max_workers_per_rank);
+  const double busy = c.f.worker_busy_fraction.value_or(1.0);
+  const double f = std::min(c.wait, 0.95);
+  return std::max(static_cast<int>(w) + 1, static_cast<int>(std::ceil(w * busy / (1.0 - f) * c.t.worker_headroom)));
+}
+
+void loop_starved(Context& c) {
+  if (!c.f.data_wait_fraction || c.wait < c.t.starved_warning) return;
+  Finding x;
+  x.id = "loop.starved";
+  x.severity = c.wait >= c.t.starved_critical ? Severity::Critical : Severity::Warning;
+  const double speedup = 1.0 / (1.0 - std::min(c.wait, 0.99));
+  x.title = fmt::format("The training loop waits for data {} of the time", pct(c.wait));
+  x.evidence.push_back(fmt::format("data wait: {} of the loop's wall time over {:.1f} s{}", pct(c.wait),
+                                   c.f.data_wait_sampled ? c.e.window_s : c.f.loop_active_s,
+                                   c.f.data_wait_sampled ? " (sampled from /proc)" : " (from its first wait for a batch)"));
+  x.evidence.push_back(fmt::format("if fed, the loop would run up to {:.1f}x faster", speedup));
+  if (!c.e.gpu_measured) x.evidence.push_back("GPU activity not measured: data wait is the starvation signal");
+  x.figures = {{"data_wait_fraction", c.wait}, {"speedup_if_fed", speedup}};
+  x.advice = "feed the loop: see the causes below (workers, storage, prefetch)";
+  x.confidence = c.f.data_wait_sampled ? Confidence::Medium : base_confidence(c.e);
+  x.weight = c.wait;
+  c.out.push_back(std::move(x));
+}
+
+void slow_metadata(Context& c) {
+  const double worker_wall = std::max(c.f.worker_wall_s, 1e-9);
+  for (const auto& g : slow_groups(c.e)) {
+    const std::uint64_t path_calls = g.stat_calls + g.open_calls;
+    if (path_calls < c.t.min_slow_calls || g.mount_point == "?") continue;
+    PathLatency stat = path_latency(c.e, true, g.mount_point);
+    PathLatency open = path_latency(c.e, false, g.mount_point);
+    const double share = (stat.total_s + open.total_s) / worker_wall;
+    if (share < c.t.slow_path_time_share && c.f.worker_wall_s > 0) continue;
+    Finding x;
+    x.id = "storage.slow-metadata";
+    const bool cause = c.starved && share >= 0.3;
+    x.severity = cause ? Severity::Critical : Severity::Warning;
+    x.title = fmt::format("Slow stat/open on {} ({}): stat p50 {}, open p50 {}", g.mount_point, g.fs_type,
+                          ms(stat.p50_ms), ms(open.p50_ms));
+    x.evidence.push_back(fmt::format("{} stat calls over {:.0f} ms: p50 {}, p99 {}", stat.calls,
+                                     c.e.slow_threshold_ms, ms(stat.p50_ms), ms(stat.p99_ms)));
+    x.evidence.push_back(fmt::format("{} open calls over {:.0f} ms: p50 {}, p99 {}", open.calls,
+                                     c.e.slow_threshold_ms, ms(open.p50_ms), ms(open.p99_ms)));
+    x.evidence.push_back(fmt::format("mount {} type {} ({} storage), under {}", g.mount_point, g.fs_type,
+                                     storage_class_name(storage_class(g.fs_type)), g.prefix));
+    if (c.f.worker_wall_s > 0) {
+      x.evidence.push_back(fmt::format("workers spend {} of their time in these calls (local disks: tens of us)",
+                                       pct(std::min(share, 1.0))));
+    }
+    x.figures = {{"mount_point", g.mount_point},
+                 {"fs_type", g.fs_type},
+                 {"prefix", g.prefix},
+                 {"stat_calls", stat.calls},
+                 {"stat_p50_ms", opt(stat.p50_ms)},
+                 {"stat_p99_ms", opt(stat.p99_ms)},
+                 {"open_calls", open.calls},
+                 {"open_p50_ms", opt(open.p50_ms)},
+                 {"open_p99_ms", opt(open.p99_ms)},
+                 {"worker_time_share", std::min(share, 1.0)}};
+    x.advice = fmt::format(
+        "copy or cache the dataset on local NVMe (a local cache tier in front of {}), or pack it into large shards "
+        "(tar/WebDataset) so one open serves many samples; meanwhile more DataLoader workers hide the latency",
+        g.mount_point);
+    x.confidence = base_confidence(c.e);
+    x.weight = cause ? std::min(share, 1.0) * c.wait : share * 0.1;
+    c.out.push_back(std::move(x));
+  }
+}
+
+void too_few_workers(Context& c) {
+  if (!c.starved || !c.f.worker_busy_fraction || *c.f.worker_busy_fraction < c.t.workers_saturated) return;
+  if (c.f.max_workers_per_rank == 0) return;
+  const int need = workers_needed(c);
+  const int usable = c.e.host.usable_cpus;
+  const bool cpu_bound = c.f.worker_cpu_share.value_or(0) >= c.t.cpu_bound_share;
+  Finding x;
+  x.id = "loader.too-few-workers";
+  x.severity = c.wait >= c.t.starved_critical ? Severity::Critical : Severity::Warning;
+  x.title = fmt::format("Too few DataLoader workers: {} per rank, about {} needed", c.f.max_workers_per_rank, need);
+  x.evidence.push_back(fmt::format("workers busy {} of their time (not waiting for work) while the loop waits {}",
+                                   pct(*c.f.worker_busy_fraction), pct(c.wait)));
+  x.evidence.push_back(fmt::format("Little's law: {} workers x {} busy / (1 - {} wait) x {:.2f} headroom = {}",
+                                   c.f.max_workers_per_rank, pct(*c.f.worker_busy_fraction), pct(c.wait),
+                                   c.t.worker_headroom, need));
+  std::string advice = fmt::format("set num_workers={} per rank", need);
+  if (cpu_bound && usable > 0 && need * c.e.ranks > usable) {
+    advice += fmt::format(
+        "; the workers are CPU-bound and {} ranks x {} exceed the {} usable cores, so also make the per-sample work "
+        "cheaper (see workers.cpu-bound)",
+        c.e.ranks, need, usable);
+  } else if (!cpu_bound) {
+    advice += " (they mostly wait on storage, so more workers than cores is fine)";
+  }
+  x.figures = {{"workers_per_rank", c.f.max_workers_per_rank},
+               {"worker_busy_fraction", *c.f.worker_busy_fraction},
+               {"data_wait_fraction", c.wait},
+               {"recommended_num_workers", need}};
+  x.advice = advice;
+  x.confidence = c.f.data_wait_sampled ? Confidence::Low : base_confidence(c.e);
+  x.weight = c.wait * 0.9;
+  c.out.push_back(std::move(x));
+}
+
+void workers_bound(Context& c) {
+  if (!c.f.worker_busy_fraction || *c.f.worker_busy_fraction < 0.5 || c.f.workers_total == 0) return;
+  const double io = c.f.worker_io_share.value_or(0), cpu = c.f.worker_cpu_share.value_or(0);
+  const bool saturated = c.e.host.cpu_busy_pct >= c.t.cpu_saturated_pct;
+  if (cpu >= c.t.cpu_bound_share && saturated) {
+    Finding x;
+    x.id = "workers.cpu-bound";
+    x.severity = c.starved ? Severity::Warning : Severity::Info;
+    x.title = fmt::format("Workers are CPU-bound: {} of their busy time on CPU, cores {:.0f}% busy", pct(cpu),
+                          c.e.host.cpu_busy_pct);
+    x.evidence.push_back(fmt::format("worker CPU {:.1f} s of {:.1f} s busy; {} usable cores at {:.0f}% busy",
+                                     c.f.worker_cpu_s, c.f.worker_wall_s - c.f.worker_wait_s, c.e.host.usable_cpus,
+                                     c.e.host.cpu_busy_pct));
+    x.figures = {{"worker_cpu_share", cpu}, {"cpu_busy_pct", c.e.host.cpu_busy_pct}};
+    x.advice =
+        "more workers will not help beyond the cores: make each sample cheaper (decode at lower resolution, "
+        "pillow-simd or GPU decode such as DALI/nvJPEG, fewer CPU transforms) or give the job more cores";
+    x.confidence = base_confidence(c.e);
+    x.weight = c.starved ? c.wait * 0.8 : 0.05;
+    c.out.push_back(std::move(x));
+  } else if (io >= c.t.io_bound_share) {
+    Finding x;
+    x.id = "workers.io-bound";
+    x.severity = c.starved ? Severity::Warning : Severity::Info;
+    x.title = fmt::format("Workers are I/O-bound: {} of their busy time blocked in file and path calls", pct(io));
+    x.evidence.push_back(fmt::format("workers blocked {:.1f} s in open/stat/read, on CPU {:.1f} s", c.f.worker_io_s,
+                                     c.f.worker_cpu_s));
+    x.evidence.push_back(fmt::format("worker samples in D state: {}; host iowait {:.0f}% (FUSE and network waits "
+                                     "sleep in S state, so iowait stays low)",
+                                     pct(c.f.worker_d_state_share), c.e.host.cpu_iowait_pct));
+    x.figures = {{"worker_io_share", io}, {"worker_d_state_share", c.f.worker_d_state_share},
+                 {"cpu_iowait_pct", c.e.host.cpu_iowait_pct}};
+    x.advice =
+        "the workers wait on storage, not on the CPU: more workers overlap the waits (they sleep, so more than "
+        "the cores is fine); a local cache tier or larger files remove them";
+    x.confidence = base_confidence(c.e);
+    x.weight = c.starved ? c.wait * 0.5 : 0.05;
+    c.out.push_back(std::move(x));
+  }
+}
+
+void shallow_prefetch(Context& c) {
+  if (!c.f.data_wait_fraction || c.wait < 0.05) return;
+  if (c.f.worker_busy_fraction && *c.f.worker_busy_fraction >= c.t.workers_saturated * 0.95) return;
+  std::vector<double> spans;
+  for (const auto& w : c.e.waits) spans.push_back(w.dur_ms);
+  if (spans.size() < c.t.min_wait_spans) return;
+  std::sort(spans.rbegin(), spans.rend());
+  double total = 0, top = 0;
+  const size_t top_n = std::max<size_t>(1, spans.size() / 10);
+  for (size_t i = 0; i < spans.size(); ++i) {
+    total += spans[i];
+    if (i < top_n) top += spans[i];
+  }
+  const double top_share = total > 0 ? top / total : 0;
+  if (top_share < c.t.burst_top_share) return;
+  Finding x;
+  x.id = "loader.shallow-prefetch";
+  x.severity = c.starved ? Severity::Warning : Severity::Info;
+  x.title = fmt::format("Data waits come in bursts: the longest 10% of waits hold {} of the wait time", pct(top_share));
+  x.evidence.push_back(fmt::format("{} waits, longest {:.1f} ms; workers busy only {} on average", spans.size(),
+                                   spans.front(), pct(c.f.worker_busy_fraction.value_or(0))));
+  x.evidence.push_back("the mean supply suffices, but latency spikes drain the prefetch queue");
+  x.figures = {{"wait_spans", spans.size()}, {"top_decile_share", top_share}, {"longest_wait_ms", spans.front()}};
+  x.advice = "raise prefetch_factor (default 2) to 4-8 and set persistent_workers=True so batches are ready before "
+             "a spike; this buffers the tail without more workers";
+  x.confidence = base_confidence(c.e);
+  x.weight = c.wait * 0.6;
+  c.out.push_back(std::move(x));
+}
+
+void small_files_remote(Context& c) {
+  if (c.f.worker_opens == 0) return;
+  const double per_file = static_cast<double>(c.f.worker_read_bytes) / static_cast<double>(c.f.worker_opens);
+  if (per_file >= c.t.small_file_bytes) return;
+  for (const auto& g : slow_groups(c.e)) {
+    if (!is_remote_like(storage_class(g.fs_type)) || g.open_calls + g.stat_calls < c.t.min_slow_calls) continue;
+    Finding x;
+    x.id = "storage.small-files-remote";
+    x.severity = c.starved ? Severity::Warning : Severity::Info;
+    x.title = fmt::format("Many small files on {} storage ({}): {} read per opened file",
+                          storage_class_name(storage_class(g.fs_type)), g.mount_point,
+                          format_bytes(static_cast<std::uint64_t>(per_file)));
+    x.evidence.push_back(fmt::format("workers opened {} files and read {} ({} per file, {} per read call)",
+                                     c.f.worker_opens, format_bytes(c.f.worker_read_bytes),
+                                     format_bytes(static_cast<std::uint64_t>(per_file)),
+                                     format_bytes(c.f.worker_file_reads ? c.f.worker_read_bytes / c.f.worker_file_reads : 0)));
+    x.evidence.push_back(fmt::format("per-request latency dominates: open p50 {}, stat p50 {}", ms(g.open_p50_ms),
+                                     ms(g.stat_p50_ms)));
+    x.figures = {{"mount_point", g.mount_point}, {"fs_type", g.fs_type}, {"bytes_per_file", per_file},
+                 {"files_opened", c.f.worker_opens}};
+    x.advice = "pack the samples into shards of 100 MB or more (tar/WebDataset, or a record format) read "
+               "sequentially, or put a local SSD cache tier in front of the mount";
+    x.confidence = base_confidence(c.e);
+    x.weight = c.starved ? c.wait * 0.7 : 0.02;
+    c.out.push_back(std::move(x));
+    break;  // one mount is enough to make the point; slow-metadata lists the rest
+  }
+}
+
+void oversubscribed(Context& c) {
+  const int usable = c.e.host.usable_cpus;
+  const int live = std::max(c.f.live_workers, c.f.max_workers_per_rank * c.e.ranks);
+  if (usable <= 0 || live <= usable) return;
+  // Workers that mostly sleep on storage can outnumber the cores harmlessly.
+  const bool cpu_heavy = c.f.worker_cpu_share.value_or(1.0) >= 0.5;
+  Finding x;
+  x.id = "cpu.oversubscribed";
+  x.severity = cpu_heavy ? Severity::Warning : Severity::Info;
+  x.title = fmt::format("{} DataLoader workers across {} rank(s) exceed the {} usable cores", live, c.e.ranks, usable);
+  x.evidence.push_back(fmt::format("{} worker processes plus {} training process(es); {} usable CPUs (affinity)", live,
+                                   c.e.ranks, usable));
+  if (c.f.worker_cpu_share) {
+    x.evidence.push_back(fmt::format("workers spend {} of their busy time on CPU", pct(*c.f.worker_cpu_share)));
+  }
+  x.figures = {{"workers", live}, {"ranks", c.e.ranks}, {"usable_cpus", usable}};
+  const int per_rank = std::max(1, (usable - c.e.ranks) / std::max(1, c.e.ranks));
+  x.advice = cpu_heavy ? fmt::format("CPU-bound workers beyond the cores only add switching: use num_workers<={} per "
+                                     "rank (see 'gpufeed probe' for the per-GPU core budget)",
+                                     per_rank)
+                       : "the workers mostly wait on storage, so this is tolerable; pin them to the GPU's NUMA cores "
+                         "(see 'gpufeed probe')";
+  x.confidence = Confidence::High;
+  x.weight = cpu_heavy ? 0.05 : 0.01;
+  c.out.push_back(std::move(x));
+}
+
+}  // namespace
+
+std::string severity_name(Severity s) {
+  switch (s) {
+    case Severity::Info: return "info";
+    case Severity::Warning: return "warning";
+    case Severity::Critical: return "critical";
+  }
+  return "info";
+}
+
+std::optional<Severity> parse_severity(const std::string& text) {
+  if (text == "info") return Severity::Info;
+  if (text == "warning") return Severity::Warning;
+  if (text == "critical") return Severity::Critical;
+  return std::nullopt;
+}
+
+std::string confidence_name(Confidence c) {
+  switch (c) {
+    case Confidence::Low: return "low";
+    case Confidence::Medium: return "medium";
+    case Confidence::High: return "high";
+  }
+  return "low";
+}
+
+std::vector<Finding> evaluate_rules(const Evidence& e, const RuleThresholds& t) {
+  Context c{e, t, loader_figures(e), 0.0, false, {}};
+  c.wait = c.f.data_wait_fraction.value_or(0);
+  c.starved = c.f.data_wait_fraction && c.wait >= t.starved_warning;
+  loop_starved(c);
+  slow_metadata(c);
+  too_few_workers(c);
+  workers_bound(c);
+  shallow_prefetch(c);
+  small_files_remote(c);
+  oversubscribed(c);
+  // Most severe first; among equals, the one that explains most loop time.
+  std::stable_sort(c.out.begin(), c.out.end(), [](const Finding& a, const Finding& b) {
+    return a.severity != b.severity ? a.severity > b.severity : a.weight > b.weight;
+  });
+  return c.out;
+}
+
+}  // namespace gpufeed

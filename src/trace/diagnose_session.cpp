@@ -1,0 +1,558 @@
+#include "gpufeed/trace/diagnose_session.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "gpufeed/diagnose/mounts.hpp"
+#include "gpufeed/diagnose/syscalls.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/trace/bpf_tracer.hpp"
+#include "gpufeed/trace/proc_reader.hpp"
+
+namespace gpufeed {
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+
+void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+// SIGINT/SIGTERM end the window (the report is still written); the previous
+// handlers come back when the session ends. No SA_RESTART, so a blocking poll
+// returns at once.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal.store(0);
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int signal() const { return g_stop_signal.load(); }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+int status_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+// Starts CMD stopped at a pipe so it can be put in the traced set before its
+// first instruction; exec failures come back through a close-on-exec pipe.
+class Launch {
+ public:
+  explicit Launch(const std::vector<std::string>& cmd) {
+    int go[2], fail[2];
+    if (pipe2(go, O_CLOEXEC) != 0 || pipe2(fail, O_CLOEXEC) != 0) {
+      throw runtime_error(fmt::format("cannot start the command: {}", std::strerror(errno)));
+    }
+    pid_ = fork();
+    if (pid_ < 0) throw runtime_error(fmt::format("cannot start the command: {}", std::strerror(errno)));
+    if (pid_ == 0) {
+      char c;
+      (void)!read(go[0], &c, 1);  // wait until the tracer knows us
+      std::vector<char*> argv;
+      for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
+      int err = errno;
+      (void)!write(fail[1], &err, sizeof err);
+      _exit(127);
+    }
+    close(go[0]);
+    close(fail[1]);
+    go_ = go[1];
+    fail_ = fail[0];
+    cmd0_ = cmd.front();
+  }
+  ~Launch() {
+    if (go_ >= 0) close(go_);
+    if (fail_ >= 0) close(fail_);
+  }
+  Launch(const Launch&) = delete;
+  Launch& operator=(const Launch&) = delete;
+  int pid() const { return pid_; }
+  // Lets the command exec; throws a usage error if exec failed.
+  void release() {
+    (void)!write(go_, "g", 1);
+    close(go_);
+    go_ = -1;
+    int err = 0;
+    if (read(fail_, &err, sizeof err) == static_cast<ssize_t>(sizeof err)) {
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      throw usage_error(fmt::format("cannot run '{}': {}", cmd0_, std::strerror(err)),
+                        "check the command after '--' (is it on PATH?)");
+    }
+  }
+
+ private:
+  int pid_ = -1, go_ = -1, fail_ = -1;
+  std::string cmd0_;
+};
+
+// Turns a traced call's path (relative, or dentry names) into an absolute
+// path and finds its mount, per process, caching mount tables.
+class PathResolver {
+ public:
+  explicit PathResolver(const ProcReader& proc) : proc_(proc) {}
+
+  void resolve(const TraceEvent& ev, SlowCall& out) {
+    const MountTable& mounts = table(ev.tgid);
+    if (!ev.path.empty()) {
+      std::string p = ev.path;
+      if (p.front() != '/') {
+        const bool at_cwd = ev.fd == -100 || ev.fd == -1;  // AT_FDCWD, or open()/stat()
+        auto base = at_cwd ? proc_.readlink(fmt::format("/proc/{}/cwd", ev.tgid))
+                           : proc_.readlink(fmt::format("/proc/{}/fd/{}", ev.tgid, ev.fd));
+        p = base ? *base + "/" + p : p;
+      }
+      if (p.front() == '/') p = normalise_path(p);
+      out.path = p;
+      if (const Mount* m = p.front() == '/' ? mounts.by_path(p) : nullptr) {
+        out.mount_point = m->mount_point;
+        out.fs_type = m->fs_type;
+      }
+      return;
+    }
+    if (!ev.components.empty()) {
+      const Mount* m = mounts.by_kernel_dev(ev.dev);
+      std::string rel;
+      bool complete = false;
+      for (auto it = ev.components.rbegin(); it != ev.components.rend(); ++it) {
+        if (*it == "/") {
+          complete = true;  // reached the filesystem's root
+          continue;
+        }
+        rel += "/" + *it;
+      }
+      if (m) {
+        out.mount_point = m->mount_point;
+        out.fs_type = m->fs_type;
+        if (complete && m->root != "/" && rel.rfind(m->root, 0) == 0) rel = rel.substr(m->root.size());
+        out.path = complete ? normalise_path(m->mount_point + rel) : m->mount_point + "/..." + rel;
+      } else {
+        out.path = (complete ? "" : "...") + rel;
+      }
+    }
+  }
+
+ private:
+  const MountTable& table(int tgid) {
+    auto it = tables_.find(tgid);
+    if (it != tables_.end()) return it->second;
+    auto text = proc_.read(fmt::format("/proc/{}/mountinfo", tgid));
+    if (!text) text = proc_.read("/proc/self/mountinfo");
+    return tables_.emplace(tgid, MountTable(parse_mountinfo(text.value_or("")))).first->second;
+  }
+
+  const ProcReader& proc_;
+  std::map<int, MountTable> tables_;
+};
+
+struct Tracked {
+  ProcessInfo info;
+  std::uint64_t base_ticks = 0;
+  std::uint64_t last_ticks = 0;
+  bool sampled = false;
+};
+
+class Session {
+ public:
+  Session(const DiagnoseRequest& req, SessionIo& io) : req_(req), io_(io), proc_(io.host), resolver_(proc_) {}
+
+  DiagnoseOutcome run() {
+    validate();
+    ProcessView view = inspect_process(io_.host, InspectOptions{false, false});
+    start_tracer(view);
+    StopSignals signals;
+    std::unique_ptr<Launch> launch;
+    std::vector<DiagnosisTarget> targets;
+    start_ns_ = monotonic_ns();
+    if (!req_.command.empty()) {
+      launch = std::make_unique<Launch>(req_.command);
+      track(launch->pid(), 0, false, 0.0, true);
+      if (tracer_) tracer_->add_process(launch->pid(), false, 0);
+      launch->release();
+      std::string cmd;
+      for (const auto& a : req_.command) cmd += (cmd.empty() ? "" : " ") + a;
+      targets.push_back({launch->pid(), 0, cmd});
+    } else {
+      for (size_t rank = 0; rank < req_.pids.size(); ++rank) {
+        const int pid = req_.pids[rank];
+        const int r = static_cast<int>(rank);
+        track(pid, r, false, 0.0, false);
+        if (tracer_) tracer_->add_process(pid, false, r);
+        // Children that exist already; later ones are caught by the fork hook.
+        for (int child : proc_.children_of(pid)) {
+          track(child, r, true, 0.0, false);
+          if (tracer_) tracer_->add_process(child, true, r);
+        }
+        targets.push_back({pid, r, proc_.cmdline(pid)});
+      }
+    }
+    for (const auto& t : targets) main_pids_.insert(t.pid);
+    usable_cpus_ = usable_cpus(view, targets.front().pid);
+    cpus_ = proc_.allowed_cpus(targets.front().pid).value_or(view.allowed_cpus);
+
+    DiagnoseOutcome outcome;
+    const auto deadline = start_ns_ + static_cast<std::uint64_t>(req_.duration_s * 1e9);
+    const auto sample_every = static_cast<std::uint64_t>(1e9 / std::max(1.0, req_.sample_hz));
+    std::uint64_t next_sample = start_ns_, next_progress = start_ns_ + 1000000000ULL;
+    std::string end_reason = "duration";
+    sample(0.0);
+    while (true) {
+      const std::uint64_t now = monotonic_ns();
+      if (signals.signal()) {
+        end_reason = "interrupted";
+        outcome.interrupted = true;
+        break;
+      }
+      if (now >= deadline) break;
+      if (launch && !outcome.command_status) {
+        int status = 0;
+        if (waitpid(launch->pid(), &status, WNOHANG) == launch->pid()) outcome.command_status = status_code(status);
+      }
+      if (all_targets_exited(outcome)) {
+        end_reason = "target exited";
+        break;
+      }
+      if (now >= next_sample) {
+        sample(seconds(now));
+        next_sample += sample_every;
+        if (next_sample < now) next_sample = now + sample_every;
+      }
+      if (io_.progress && now >= next_progress) {
+        progress(now, deadline);
+        next_progress += 1000000000ULL;
+      }
+      const std::uint64_t wake = std::min<std::uint64_t>({next_sample, deadline, now + 100000000ULL});
+      const int timeout_ms = static_cast<int>((wake > now ? wake - now : 0) / 1000000ULL);
+      if (tracer_) {
+        tracer_->poll(std::max(timeout_ms, 1), [this](const TraceEvent& ev) { on_event(ev); });
+      } else {
+        usleep(static_cast<useconds_t>(std::max(timeout_ms, 1)) * 1000);
+      }
+    }
+    const std::uint64_t end_ns = monotonic_ns();
+    if (tracer_) tracer_->poll(0, [this](const TraceEvent& ev) { on_event(ev); });  // drain
+    sample(seconds(end_ns));
+    if (io_.progress) io_.err << "\r\033[K" << std::flush;
+
+    Evidence e = evidence(end_ns);
+    tracer_.reset();  // detach before anything else can go wrong
+    outcome.report = make_diagnosis(targets, std::move(e), req_.thresholds);
+    outcome.report.launched = launch != nullptr;
+    outcome.report.end_reason = end_reason;
+    outcome.report.command_exit_code = outcome.command_status;
+    if (launch && !outcome.command_status) outcome.launched_pid = launch->pid();
+    if (!tracer_note_.empty()) outcome.report.notes.insert(outcome.report.notes.begin(), tracer_note_);
+    return outcome;
+  }
+
+ private:
+  void validate() const {
+    if (req_.pids.empty() == req_.command.empty()) {
+      throw usage_error("give either --pid PID (one per rank) or -- CMD ARGS...",
+                        "e.g. gpufeed diagnose --pid 4242, or gpufeed diagnose -- python train.py");
+    }
+    if (req_.duration_s <= 0) throw usage_error("--duration must be positive", "e.g. --duration 30");
+    std::set<int> seen;
+    for (int pid : req_.pids) {
+      if (pid <= 0 || !proc_.alive(pid)) {
+        throw usage_error(fmt::format("process {} does not exist", pid), "check the PID with 'ps' or 'pgrep -f train'");
+      }
+      if (!seen.insert(pid).second) throw usage_error(fmt::format("process {} is given twice", pid), "give each rank once");
+    }
+  }
+
+  void start_tracer(const ProcessView& view) {
+    if (req_.ebpf == EbpfMode::Off) {
+      reason_ = "disabled by --no-ebpf";
+      return;
+    }
+    auto why = BpfTracer::unavailable_reason(view);
+    try {
+      if (!why) tracer_ = std::make_unique<BpfTracer>(TracerSettings{req_.slow_call_ms, 0.5});
+    } catch (const Error& e) {
+      if (req_.ebpf == EbpfMode::Required) throw;
+      why = e.what();
+    }
+    if (why) {
+      if (req_.ebpf == EbpfMode::Required) {
+        throw Error(ErrorKind::Privilege, "eBPF tracing is not available: " + *why,
+                    "run as root, or drop --require-ebpf for a /proc-only diagnosis");
+      }
+      reason_ = *why;
+      io_.err << "gpufeed: note: eBPF tracing is not available (" << *why
+              << "); continuing with a /proc-only diagnosis (lower confidence)\n";
+    }
+  }
+
+  int usable_cpus(const ProcessView& view, int pid) const {
+    if (auto cpus = proc_.allowed_cpus(pid)) {
+      if (!cpus->empty()) return static_cast<int>(cpus->size());
+    }
+    return view.usable_cpus();
+  }
+
+  double seconds(std::uint64_t ns) const { return ns > start_ns_ ? static_cast<double>(ns - start_ns_) / 1e9 : 0.0; }
+
+  void track(int pid, int rank, bool worker, double t, bool forked_in_window) {
+    auto [it, inserted] = procs_.try_emplace(pid);
+    if (!inserted) return;
+    Tracked& p = it->second;
+    p.info.pid = pid;
+    p.info.rank = rank;
+    p.info.worker = worker;
+    p.info.first_seen_s = t;
+    p.info.last_seen_s = t;
+    if (auto s = proc_.pid_stat(pid)) {
+      p.info.comm = s->comm;
+      p.info.ppid = s->ppid;
+      // A process born in the window spent all its CPU time in it.
+      p.base_ticks = forked_in_window ? 0 : s->utime + s->stime;
+      p.last_ticks = s->utime + s->stime;
+    }
+  }
+
+  // True when every rank's process has gone (exited, or reaped when launched).
+  bool all_targets_exited(const DiagnoseOutcome& outcome) {
+    for (int pid : main_pids_) {
+      Tracked& p = procs_[pid];
+      if (p.info.exited) continue;
+      if (outcome.command_status || !proc_.alive(pid)) {
+        p.info.exited = true;
+        p.info.last_seen_s = seconds(monotonic_ns());
+        if (outcome.command_status && !p.info.exit_code) p.info.exit_code = outcome.command_status;
+        continue;
+      }
+      return false;
+    }
+    return true;
+  }
+
+  void on_event(const TraceEvent& ev) {
+    const double t = seconds(ev.start_ns);
+    switch (ev.type) {
+      case TraceEventType::SlowCall: {
+        SlowCall c;
+        c.t_s = t;
+        c.dur_ms = static_cast<double>(ev.dur_ns) / 1e6;
+        c.pid = ev.tgid;
+        c.tid = ev.tid;
+        c.rank = ev.rank;
+        c.role = ev.role;
+        c.nr = ev.nr;
+        c.kind = ev.kind;
+        c.ret = ev.ret;
+        resolver_.resolve(ev, c);
+        slow_.push_back(std::move(c));
+        break;
+      }
+      case TraceEventType::Wait:
+        waits_.push_back({t, static_cast<double>(ev.dur_ns) / 1e6, ev.tgid, ev.rank, ev.nr});
+        wait_ms_ += static_cast<double>(ev.dur_ns) / 1e6;
+        break;
+      case TraceEventType::Fork:
+        track(ev.other_pid, ev.rank, true, t, true);
+        break;
+      case TraceEventType::Exit: {
+        auto it = procs_.find(ev.tgid);
+        if (it != procs_.end()) {
+          it->second.info.exited = true;
+          it->second.info.last_seen_s = t;
+          it->second.info.exit_code = status_code(ev.other_pid);
+        }
+        break;
+      }
+    }
+  }
+
+  // One /proc sample: host CPU, PSI, memory, and every traced process.
+  void sample(double t) {
+    ++samples_;
+    if (auto st = proc_.stat()) {
+      if (!first_stat_) first_stat_ = st;
+      if (last_stat_) {
+        CpuUse use = cpu_use(*last_stat_, *st, cpus_);
+        series_.push_back({t, use.busy_pct, use.iowait_pct});
+      }
+      last_stat_ = st;
+    }
+    for (const char* res : {"cpu", "io", "memory"}) {
+      if (auto v = proc_.pressure_total_us(res)) {
+        first_psi_.try_emplace(res, *v);
+        last_psi_[res] = *v;
+      }
+    }
+    if (auto m = proc_.meminfo()) mem_ = *m;
+    for (auto& [pid, p] : procs_) {
+      if (p.info.exited) continue;
+      auto s = proc_.pid_stat(pid);
+      if (!s || s->state == 'Z' || s->state == 'X') {
+        p.info.exited = true;
+        p.info.last_seen_s = t;
+        continue;
+      }
+      p.info.last_seen_s = t;
+      p.info.comm = s->comm;
+      p.info.ppid = s->ppid;
+      p.last_ticks = s->utime + s->stime;
+      p.info.states[s->state] += 1;
+      p.info.max_rss_bytes = std::max<std::uint64_t>(p.info.max_rss_bytes, s->rss_pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)));
+      if (!tracer_) sample_syscall(p);
+    }
+  }
+
+  // Without eBPF: what is the thread doing right now? (/proc/PID/syscall)
+  void sample_syscall(Tracked& p) {
+    std::optional<long> arg0;
+    auto nr = proc_.current_syscall(p.info.pid, p.info.pid, &arg0);
+    auto is_pipe = [&] {
+      if (!arg0) return false;
+      const auto target = proc_.fd_target(p.info.pid, static_cast<int>(*arg0));
+      return target.rfind("pipe:", 0) == 0 || target.rfind("socket:", 0) == 0;
+    };
+    const bool waiting = nr && (sys::is_wait(*nr) || (sys::is_pipe_read(*nr) && is_pipe()));
+    if (!p.info.worker) {
+      ++sampled_.loop_samples;
+      sampled_.loop_waiting += waiting;
+      return;
+    }
+    ++sampled_.worker_samples;
+    if (waiting) {
+      ++sampled_.worker_waiting;
+    } else if (nr && (sys::is_stat(*nr) || sys::is_open(*nr) || sys::is_read(*nr))) {
+      ++sampled_.worker_in_io;
+    } else {
+      ++sampled_.worker_running;
+    }
+  }
+
+  void progress(std::uint64_t now, std::uint64_t deadline) {
+    const double elapsed = seconds(now);
+    int alive = 0;
+    for (const auto& [pid, p] : procs_) alive += !p.info.exited;
+    io_.err << fmt::format("\r\033[K  tracing {:.0f}/{:.0f} s  {} processes  {} slow calls{}", elapsed,
+                           seconds(deadline), alive, slow_.size(),
+                           tracer_ && elapsed > 0 ? fmt::format("  data wait ~{:.0f}%", 100 * wait_ms_ / 1e3 / elapsed / main_pids_.size()) : "")
+            << std::flush;
+  }
+
+  Evidence evidence(std::uint64_t end_ns) {
+    Evidence e;
+    e.window_s = seconds(end_ns);
+    e.ranks = static_cast<int>(main_pids_.size());
+    e.ebpf = tracer_ != nullptr;
+    e.ebpf_unavailable = reason_;
+    e.slow_threshold_ms = req_.slow_call_ms;
+    if (tracer_) {
+      e.syscalls = tracer_->histograms();
+      const auto counters = tracer_->counters();
+      e.events_dropped = counters.events_dropped + counters.starts_dropped;
+    }
+    e.slow_calls = std::move(slow_);
+    e.waits = std::move(waits_);
+    const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+    for (auto& [pid, p] : procs_) {
+      p.info.cpu_s = static_cast<double>(p.last_ticks - std::min(p.last_ticks, p.base_ticks)) / tick;
+      e.processes.push_back(p.info);
+    }
+    e.sampled = sampled_;
+    HostActivity& h = e.host;
+    h.usable_cpus = usable_cpus_;
+    h.samples = samples_;
+    h.sample_hz = req_.sample_hz;
+    h.series = series_;
+    if (first_stat_ && last_stat_) {
+      CpuUse use = cpu_use(*first_stat_, *last_stat_, cpus_);
+      h.cpu_busy_pct = use.busy_pct;
+      h.cpu_iowait_pct = use.iowait_pct;
+      if (e.window_s > 0) h.ctx_switches_per_s = static_cast<double>(last_stat_->ctxt - first_stat_->ctxt) / e.window_s;
+    }
+    auto psi = [&](const char* res) -> std::optional<double> {
+      if (!first_psi_.count(res) || e.window_s <= 0) return std::nullopt;
+      return 100.0 * static_cast<double>(last_psi_[res] - first_psi_[res]) / (e.window_s * 1e6);
+    };
+    h.psi_cpu_some_pct = psi("cpu");
+    h.psi_io_some_pct = psi("io");
+    h.psi_memory_some_pct = psi("memory");
+    h.mem_available_bytes = mem_.available_bytes;
+    h.page_cache_bytes = mem_.cached_bytes;
+    return e;
+  }
+
+  const DiagnoseRequest& req_;
+  SessionIo& io_;
+  ProcReader proc_;
+  PathResolver resolver_;
+  std::unique_ptr<BpfTracer> tracer_;
+  std::string reason_;
+  std::string tracer_note_;
+  std::uint64_t start_ns_ = 0;
+  std::set<int> main_pids_;
+  std::map<int, Tracked> procs_;
+  std::vector<SlowCall> slow_;
+  std::vector<WaitSpan> waits_;
+  double wait_ms_ = 0;
+  SyscallSamples sampled_;
+  int samples_ = 0;
+  int usable_cpus_ = 0;
+  CpuList cpus_;
+  std::optional<ProcStat> first_stat_, last_stat_;
+  std::map<std::string, std::uint64_t> first_psi_, last_psi_;
+  MemInfo mem_;
+  std::vector<HostSample> series_;
+};
+
+}  // namespace
+
+DiagnoseOutcome run_diagnose_session(const DiagnoseRequest& req, SessionIo& io) { return Session(req, io).run(); }
+
+int wait_for_command(int pid, std::ostream& err) {
+  int done = 0;
+  if (waitpid(pid, &done, WNOHANG) == pid) return status_code(done);
+  err << "gpufeed: report written; waiting for the command to exit\n";
+  StopSignals signals;
+  bool forwarded = false;
+  for (;;) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, 0);
+    if (r == pid) return status_code(status);
+    if (r < 0 && errno != EINTR) return 1;
+    if (signals.signal() == SIGTERM && !forwarded) {
+      err << "gpufeed: passing SIGTERM on to the command\n";
+      kill(pid, SIGTERM);
+      forwarded = true;
+    }
+  }
+}
+
+}  // namespace gpufeed
