@@ -260,6 +260,18 @@ class Session {
         usleep(static_cast<useconds_t>(std::max(timeout_ms, 1)) * 1000);
       }
     }
+    if (launch && !outcome.command_status && procs_[launch->pid()].info.exited) {
+      // It exited: reap it (it may take a moment to become a zombie) so the
+      // report carries its exit code.
+      for (int i = 0; i < 100 && !outcome.command_status; ++i) {
+        int status = 0;
+        if (waitpid(launch->pid(), &status, WNOHANG) == launch->pid()) {
+          outcome.command_status = status_code(status);
+        } else {
+          usleep(10000);
+        }
+      }
+    }
     const std::uint64_t end_ns = monotonic_ns();
     if (tracer_) tracer_->poll(0, [this](const TraceEvent& ev) { on_event(ev); });  // drain
     sample(seconds(end_ns));
