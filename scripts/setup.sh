@@ -4,9 +4,12 @@
 # configures and builds into build/ (or $GPUFEED_BUILD_DIR).
 #
 #   scripts/setup.sh                      # install + build
+#   scripts/setup.sh --with-bench         # also what bench/ compares against
 #   GPUFEED_CMAKE_ARGS=-DGPUFEED_SANITIZE=ON GPUFEED_BUILD_DIR=build-asan scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_bench=0
+[[ ${1:-} == --with-bench ]] && with_bench=1
 
 # Package -> why we need it.
 packages=(
@@ -22,7 +25,22 @@ packages=(
   libvalijson-dev     # JSON Schema validation in tests
   libgtest-dev        # GoogleTest
   libgmock-dev
+  clang               # compiles bpf/*.bpf.c for the BPF target
+  llvm                # llvm-strip for the BPF object
+  libbpf-dev          # libbpf (CO-RE loader) and its BPF headers
+  bpftool             # generates the BPF skeleton; tests list loaded programs
+  libfuse3-dev        # the latency-injecting FUSE test filesystem
+  fuse3               # fusermount3, /dev/fuse helpers
+  python3-torch       # the real PyTorch DataLoader job in the diagnose tests
+  python3-pil         # JPEG test datasets (tests/fixtures/make_dataset.py)
 )
+if ((with_bench)); then
+  packages+=(
+    strace            # baseline tracer in bench/trace_overhead.py
+    libbpf-tools      # syscount -L, the libbpf baseline
+    bpfcc-tools       # syscount-bpfcc, bcc's tool (reported when it cannot run)
+  )
+fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 

@@ -36,7 +36,7 @@ int run_diagnose(DiagnoseOptions& o, Context& ctx) {
   ctx.check_json_target(o.output);
   if (!o.trace_path.empty()) check_output_path(o.trace_path);
 
-  SessionIo session_io{ctx.io.host, ctx.io.err, ctx.io.err_is_tty && !o.output.quiet};
+  SessionIo session_io{ctx.io.host, ctx.io.err, ctx.io.err_is_tty && !o.output.quiet, o.output.quiet};
   DiagnoseOutcome outcome = run_diagnose_session(o.request, session_io);
   const DiagnosisReport& report = outcome.report;
 
@@ -50,7 +50,7 @@ int run_diagnose(DiagnoseOptions& o, Context& ctx) {
 
   int code = 0;
   if (outcome.command_status) code = *outcome.command_status;
-  if (outcome.launched_pid > 0) code = wait_for_command(outcome.launched_pid, ctx.io.err);
+  if (outcome.launched_pid > 0) code = wait_for_command(outcome.launched_pid, ctx.io.err, o.output.quiet);
   if (fail_on) {
     if (auto worst = worst_severity(report); worst && *worst >= *fail_on) {
       throw Error(ErrorKind::Findings,

@@ -305,11 +305,12 @@ class Session {
   }
 
   void start_tracer(const ProcessView& view) {
+    std::optional<std::string> why;
     if (req_.ebpf == EbpfMode::Off) {
-      reason_ = "disabled by --no-ebpf";
-      return;
+      why = "disabled by --no-ebpf";
+    } else {
+      why = BpfTracer::unavailable_reason(view);
     }
-    auto why = BpfTracer::unavailable_reason(view);
     try {
       if (!why) tracer_ = std::make_unique<BpfTracer>(TracerSettings{req_.slow_call_ms, 0.5});
     } catch (const Error& e) {
@@ -322,7 +323,7 @@ class Session {
                     "run as root, or drop --require-ebpf for a /proc-only diagnosis");
       }
       reason_ = *why;
-      io_.err << "gpufeed: note: eBPF tracing is not available (" << *why
+      if (!io_.quiet) io_.err << "gpufeed: note: eBPF tracing is not available (" << *why
               << "); continuing with a /proc-only diagnosis (lower confidence)\n";
     }
   }
@@ -548,10 +549,10 @@ class Session {
 
 DiagnoseOutcome run_diagnose_session(const DiagnoseRequest& req, SessionIo& io) { return Session(req, io).run(); }
 
-int wait_for_command(int pid, std::ostream& err) {
+int wait_for_command(int pid, std::ostream& err, bool quiet) {
   int done = 0;
   if (waitpid(pid, &done, WNOHANG) == pid) return status_code(done);
-  err << "gpufeed: report written; waiting for the command to exit\n";
+  if (!quiet) err << "gpufeed: report written; waiting for the command to exit\n";
   StopSignals signals;
   bool forwarded = false;
   for (;;) {

@@ -37,12 +37,13 @@ struct SessionIo {
   HostPaths host;
   std::ostream& err;                  // notes and progress
   bool progress = false;              // a live progress line (stderr is a TTY)
+  bool quiet = false;                 // no notes, errors only
 };
 
 DiagnoseOutcome run_diagnose_session(const DiagnoseRequest& req, SessionIo& io);
 
 // After the report is out: waits for a launched command and returns its exit
 // code (128 + signal when killed). Forwards a SIGTERM gpufeed received.
-int wait_for_command(int pid, std::ostream& err);
+int wait_for_command(int pid, std::ostream& err, bool quiet = false);
 
 }  // namespace gpufeed

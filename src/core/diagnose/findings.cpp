@@ -123,7 +123,7 @@ void too_few_workers(Context& c) {
         "cheaper (see workers.cpu-bound)",
         c.e.ranks, need, usable);
   } else if (!cpu_bound) {
-    advice += " (they mostly wait on storage, so more workers than cores is fine)";
+    advice += " (they are not CPU-bound, so more workers than cores is fine)";
   }
   x.figures = {{"workers_per_rank", c.f.max_workers_per_rank},
                {"worker_busy_fraction", *c.f.worker_busy_fraction},

@@ -1,0 +1,284 @@
+// gpufeed diagnose against the real kernel: eBPF programs loaded and detached,
+// real processes traced, a real PyTorch DataLoader job on the FUSE fixture.
+// Needs root and BTF; each test skips with its reason where the machine lacks
+// something. Tests of this suite run one at a time (RUN_SERIAL), so counting
+// gpufeed's BPF programs is not confused by another test's.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "support/child_process.hpp"
+#include "support/latencyfs_mount.hpp"
+#include "support/schema_validator.hpp"
+#include "support/temp_dir.hpp"
+
+namespace gpufeed {
+namespace {
+
+using nlohmann::json;
+using testing::ChildProcess;
+using testing::TempDir;
+
+const std::string kPython = "/usr/bin/python3";
+std::string fixture_script(const std::string& name) { return std::string(GPUFEED_SOURCE_DIR) + "/tests/fixtures/" + name; }
+
+// A stand-in job that keeps making syscalls until killed.
+std::vector<std::string> sleeper_job(double seconds = 3600) {
+  return {kPython, "-c",
+          "import os, time\nend = time.time() + " + std::to_string(seconds) +
+              "\nwhile time.time() < end:\n    os.stat('/etc/hostname')\n    time.sleep(0.01)\n"};
+}
+
+json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+const json* finding(const json& doc, const std::string& id) {
+  for (const auto& f : doc["findings"]) {
+    if (f["id"] == id) return &f;
+  }
+  return nullptr;
+}
+
+class Diagnose : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = testing::ebpf_unavailable_reason()) GTEST_SKIP() << *why;
+    ASSERT_TRUE(testing::loaded_bpf_programs("gf_", 5).empty()) << "gpufeed programs loaded before the test";
+  }
+  std::unique_ptr<ChildProcess> gpufeed(std::vector<std::string> args) {
+    args.insert(args.begin(), GPUFEED_BINARY);
+    return std::make_unique<ChildProcess>(args, dir_ / "gpufeed.out");
+  }
+  std::string output() { return testing::read_file(dir_ / "gpufeed.out"); }
+  void expect_detached() { EXPECT_TRUE(testing::loaded_bpf_programs("gf_", 5).empty()) << "BPF programs left loaded"; }
+
+  TempDir dir_;
+};
+
+TEST_F(Diagnose, LaunchedCommandIsTracedFromTheStartAndItsExitCodeReturned) {
+  auto g = gpufeed({"diagnose", "--duration", "20", "--json", (dir_ / "d.json").string(), "--", kPython, "-c",
+                    "import os, sys\nfor _ in range(1000): os.stat('/etc/hostname')\nsys.exit(3)"});
+  auto code = g->wait(60);
+  ASSERT_TRUE(code) << "gpufeed did not finish";
+  EXPECT_EQ(*code, 3) << output();
+  json doc = read_json(dir_ / "d.json");
+  EXPECT_EQ(testing::schema_errors("diagnosis", doc), "");
+  EXPECT_EQ(doc["launched"], true);
+  EXPECT_EQ(doc["command_exit_code"], 3);
+  EXPECT_EQ(doc["end_reason"], "target exited");
+  std::uint64_t stats = 0;
+  for (const auto& s : doc["evidence"]["syscalls"]) {
+    if (s["role"] == "loop" && s["syscall"] == "newfstatat" && s["kind"] == "path") stats += s["count"].get<std::uint64_t>();
+  }
+  EXPECT_GE(stats, 1000U);  // every stat, from the first instruction on
+  expect_detached();
+}
+
+TEST_F(Diagnose, DataWaitMatchesAKnownDutyCycle) {
+  // The loop reads items from a producer that makes one every 40 ms and steps
+  // 5 ms per item: it waits 35 of every 40 ms, 87.5%, blocked in read(pipe).
+  auto g = gpufeed({"diagnose", "--duration", "20", "--json", (dir_ / "d.json").string(), "--", kPython, "-c",
+                    "import os, time\n"
+                    "r, w = os.pipe()\n"
+                    "if os.fork() == 0:\n"
+                    "    os.close(r)\n"
+                    "    end = time.time() + 4\n"
+                    "    while time.time() < end:\n"
+                    "        time.sleep(0.04)\n"
+                    "        os.write(w, b'x' * 64)\n"
+                    "    os._exit(0)\n"
+                    "os.close(w)\n"
+                    "while os.read(r, 64):\n"
+                    "    time.sleep(0.005)\n"});
+  ASSERT_EQ(g->wait(60), 0) << output();
+  json doc = read_json(dir_ / "d.json");
+  const double wait = doc["evidence"]["data_wait_fraction"].get<double>();
+  std::cout << "[ measured ] data wait " << wait << " for a known 0.875\n";
+  EXPECT_NEAR(wait, 0.875, 0.05);
+  const json* workers = finding(doc, "loader.too-few-workers");
+  ASSERT_NE(workers, nullptr);
+  // 8 producers would feed it exactly; the advice adds 15% for the tail.
+  EXPECT_GE(workers->at("figures")["recommended_num_workers"].get<int>(), 8);
+  EXPECT_LE(workers->at("figures")["recommended_num_workers"].get<int>(), 11);
+  expect_detached();
+}
+
+TEST_F(Diagnose, CommandThatCannotRunIsAUsageError) {
+  auto g = gpufeed({"diagnose", "--duration", "5", "--", "/nonexistent/train"});
+  EXPECT_EQ(g->wait(30), 2);
+  EXPECT_NE(output().find("cannot run '/nonexistent/train'"), std::string::npos) << output();
+  expect_detached();
+}
+
+TEST_F(Diagnose, WorkersForkedAfterAttachAreTraced) {
+  // Forks a short-lived "worker" every 0.3 s, like DataLoader workers re-forked each epoch.
+  ChildProcess job({kPython, "-c",
+                    "import os, time\n"
+                    "while True:\n"
+                    "    pid = os.fork()\n"
+                    "    if pid == 0:\n"
+                    "        for _ in range(300): os.stat('/etc/hostname')\n"
+                    "        os._exit(0)\n"
+                    "    os.waitpid(pid, 0)\n"
+                    "    time.sleep(0.3)\n"},
+                   dir_ / "job.out");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto g = gpufeed({"diagnose", "--pid", std::to_string(job.pid()), "--duration", "3", "--json", (dir_ / "d.json").string()});
+  ASSERT_EQ(g->wait(30), 0) << output();
+  json doc = read_json(dir_ / "d.json");
+  int forked_after_attach = 0;
+  for (const auto& p : doc["evidence"]["processes"]) {
+    if (p["role"] == "worker" && p["first_seen_s"].get<double>() > 0) ++forked_after_attach;
+  }
+  EXPECT_GE(forked_after_attach, 5);
+  std::uint64_t worker_stats = 0;
+  for (const auto& s : doc["evidence"]["syscalls"]) {
+    if (s["role"] == "worker" && s["syscall"] == "newfstatat") worker_stats += s["count"].get<std::uint64_t>();
+  }
+  EXPECT_GE(worker_stats, 5U * 300U);
+  EXPECT_TRUE(job.running()) << "the traced job was harmed";
+  expect_detached();
+}
+
+TEST_F(Diagnose, JobExitingDuringTracingStillYieldsAReport) {
+  ChildProcess job(sleeper_job(1.5), dir_ / "job.out");
+  auto g = gpufeed({"diagnose", "--pid", std::to_string(job.pid()), "--duration", "30", "--json", (dir_ / "d.json").string()});
+  ASSERT_EQ(g->wait(20), 0) << output();
+  json doc = read_json(dir_ / "d.json");
+  EXPECT_EQ(doc["end_reason"], "target exited");
+  EXPECT_LT(doc["evidence"]["window_s"].get<double>(), 10.0);
+  expect_detached();
+}
+
+// Every way diagnose can end leaves no program loaded and the job running.
+struct Ending {
+  std::string name;
+  int signal_after_ms;  // 0: none
+  std::vector<std::string> extra;
+  bool bogus_pid;
+  int expected_code;
+};
+
+void PrintTo(const Ending& e, std::ostream* os) { *os << e.name; }  // readable test names in ctest
+
+class DiagnoseEnding : public Diagnose, public ::testing::WithParamInterface<Ending> {};
+
+TEST_P(DiagnoseEnding, DetachesCleanlyAndLeavesTheJobUnharmed) {
+  const Ending& e = GetParam();
+  ChildProcess job(sleeper_job(), dir_ / "job.out");
+  std::vector<std::string> args{"diagnose", "--pid", e.bogus_pid ? "999999" : std::to_string(job.pid()), "--json",
+                                (dir_ / "d.json").string()};
+  args.insert(args.end(), e.extra.begin(), e.extra.end());
+  auto g = gpufeed(args);
+  if (e.signal_after_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(e.signal_after_ms));
+    g->signal(e.name == "sigint" ? SIGINT : SIGTERM);
+  }
+  auto code = g->wait(30);
+  ASSERT_TRUE(code) << "gpufeed hung";
+  EXPECT_EQ(*code, e.expected_code) << output();
+  if (e.expected_code == 0) {
+    json doc = read_json(dir_ / "d.json");
+    EXPECT_EQ(doc["end_reason"], e.signal_after_ms ? "interrupted" : "duration");
+  } else {
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "d.json"));
+  }
+  EXPECT_TRUE(job.running()) << "the traced job was harmed";
+  expect_detached();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Endings, DiagnoseEnding,
+    ::testing::Values(Ending{"normal", 0, {"--duration", "1.5"}, false, 0},
+                      Ending{"sigint", 1500, {"--duration", "30"}, false, 0},
+                      Ending{"sigterm", 1500, {"--duration", "30"}, false, 0},
+                      Ending{"no_such_target", 0, {"--duration", "5"}, true, 2},
+                      Ending{"bad_option", 0, {"--duration", "-1"}, false, 2}),
+    [](const ::testing::TestParamInfo<Ending>& p) { return p.param.name; });
+
+// The incident, reproduced: a PyTorch DataLoader job reading ~50 KB JPEGs
+// through the latency-injecting FUSE fixture, two workers, a 20 ms step.
+class DiagnoseSlowJob : public Diagnose {
+ protected:
+  static void SetUpTestSuite() {
+    if (testing::ebpf_unavailable_reason() || testing::torch_unavailable_reason()) return;
+    dataset_ = new TempDir();
+    const std::string cmd = kPython + " " + fixture_script("make_dataset.py") + " " + dataset_->path().string() +
+                            " --files 240 --classes 4 --size-kb 50 --seed 7 >/dev/null";
+    if (std::system(cmd.c_str()) != 0) {
+      delete dataset_;
+      dataset_ = nullptr;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete dataset_;
+    dataset_ = nullptr;
+  }
+  void SetUp() override {
+    Diagnose::SetUp();
+    if (IsSkipped()) return;
+    if (auto why = testing::torch_unavailable_reason()) GTEST_SKIP() << *why;
+    ASSERT_NE(dataset_, nullptr) << "tests/fixtures/make_dataset.py failed";
+  }
+  json diagnose_job(const std::filesystem::path& data) {
+    auto g = gpufeed({"diagnose", "--duration", "14", "--json", (dir_ / "d.json").string(), "--", kPython,
+                      fixture_script("slow_job.py"), "--data", data.string(), "--workers", "2", "--batch-size", "8",
+                      "--step-ms", "20", "--stat", "--persistent", "--duration", "13"});
+    auto code = g->wait(90);
+    EXPECT_TRUE(code) << "gpufeed did not finish";
+    EXPECT_EQ(code.value_or(-1), 0) << output();
+    return read_json(dir_ / "d.json");
+  }
+
+  static TempDir* dataset_;
+};
+TempDir* DiagnoseSlowJob::dataset_ = nullptr;
+
+constexpr double kInjectedStatMs = 20.0;
+
+TEST_F(DiagnoseSlowJob, SlowFuseMetadataIsNamedWithItsLatencyAndMoreWorkersAdvised) {
+  if (auto why = testing::LatencyFsMount::unavailable_reason()) GTEST_SKIP() << *why;
+  std::filesystem::create_directory(dir_ / "mnt");
+  testing::LatencyFsOptions opt;
+  opt.lookup_ms = kInjectedStatMs;  // a stat of a file costs one lookup
+  opt.open_ms = 5;
+  opt.read_ms = 2;
+  opt.sigma = 0.5;  // heavy tail: p99 about 3x the median
+  testing::LatencyFsMount mount(dataset_->path(), dir_ / "mnt", opt);
+
+  json doc = diagnose_job(mount.path());
+  EXPECT_EQ(testing::schema_errors("diagnosis", doc), "");
+  const json* meta = finding(doc, "storage.slow-metadata");
+  ASSERT_NE(meta, nullptr) << doc["findings"].dump(2);
+  EXPECT_EQ(meta->at("figures")["mount_point"], std::filesystem::canonical(mount.path()).string());
+  EXPECT_EQ(meta->at("figures")["fs_type"], "fuse.latencyfs");
+  const double p50 = meta->at("figures")["stat_p50_ms"].get<double>();
+  EXPECT_NEAR(p50, kInjectedStatMs, kInjectedStatMs * 0.25) << "stat p50 " << p50 << " ms";
+  std::cout << "[ measured ] stat p50 " << p50 << " ms for an injected " << kInjectedStatMs << " ms\n";
+
+  const json* workers = finding(doc, "loader.too-few-workers");
+  ASSERT_NE(workers, nullptr) << doc["findings"].dump(2);
+  EXPECT_GT(workers->at("figures")["recommended_num_workers"].get<int>(), 2);
+  EXPECT_NE(finding(doc, "loop.starved"), nullptr);
+  EXPECT_NE(doc["summary"]["top_cause"], nullptr);
+}
+
+TEST_F(DiagnoseSlowJob, LocalDirectoryHasNoStorageFinding) {
+  json doc = diagnose_job(dataset_->path());
+  EXPECT_EQ(testing::schema_errors("diagnosis", doc), "");
+  for (const auto& f : doc["findings"]) {
+    EXPECT_NE(f["id"].get<std::string>().rfind("storage.", 0), 0U) << f.dump(2);
+  }
+}
+
+}  // namespace
+}  // namespace gpufeed

@@ -1,0 +1,41 @@
+#pragma once
+// A child process for system tests: started with argv, output to a file,
+// signalled and waited for with a bound. The destructor kills it if needed.
+#include <sys/types.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpufeed::testing {
+
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& output);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  void signal(int sig) const;
+  // Exit code (128 + signal when killed), or nullopt on timeout.
+  std::optional<int> wait(double timeout_s);
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+// Names of loaded BPF programs that start with `prefix` (from bpftool),
+// polling up to `settle_s` for the kernel to free programs of exited owners.
+std::vector<std::string> loaded_bpf_programs(const std::string& prefix, double settle_s = 0);
+
+// Why the eBPF system tests cannot run here, or nullopt.
+std::optional<std::string> ebpf_unavailable_reason();
+
+// /usr/bin/python3 with python3-torch, or a reason it is missing.
+std::optional<std::string> torch_unavailable_reason();
+
+}  // namespace gpufeed::testing

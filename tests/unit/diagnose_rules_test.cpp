@@ -1,0 +1,145 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "diagnose_scenarios.hpp"
+#include "gpufeed/diagnose/findings.hpp"
+#include "gpufeed/diagnose/report.hpp"
+
+namespace gpufeed {
+namespace {
+
+using namespace gpufeed::testing;
+
+const Finding* find(const std::vector<Finding>&& fs, const std::string& id) = delete;  // would dangle
+const Finding* find(const std::vector<Finding>& fs, const std::string& id) {
+  auto it = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) { return f.id == id; });
+  return it == fs.end() ? nullptr : &*it;
+}
+
+TEST(DiagnoseRules, HealthyJobHasNoFinding) {
+  auto fs = evaluate_rules(healthy_local());
+  EXPECT_TRUE(fs.empty()) << fs.front().id << ": " << fs.front().title;
+  auto fig = loader_figures(healthy_local());
+  ASSERT_TRUE(fig.data_wait_fraction);
+  EXPECT_LT(*fig.data_wait_fraction, 0.05);
+}
+
+TEST(DiagnoseRules, StarvedOnFuseNamesTheMountAndTheFix) {
+  auto fs = evaluate_rules(starved_on_fuse());
+  const Finding* starved = find(fs, "loop.starved");
+  ASSERT_NE(starved, nullptr);
+  EXPECT_EQ(starved->severity, Severity::Critical);
+  EXPECT_NEAR(starved->figures["data_wait_fraction"].get<double>(), 7.0 / 9.0, 0.01);  // 7 s of waits from the first, at 1 s
+
+  const Finding* meta = find(fs, "storage.slow-metadata");
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(meta->figures["mount_point"], "/mnt/s3");
+  EXPECT_EQ(meta->figures["fs_type"], "fuse.s3fs");
+  EXPECT_EQ(meta->figures["prefix"], "/mnt/s3/train/class_01");
+  EXPECT_NEAR(meta->figures["stat_p50_ms"].get<double>(), 20.0, 2.0);
+  EXPECT_NE(meta->advice.find("local"), std::string::npos);
+
+  const Finding* workers = find(fs, "loader.too-few-workers");
+  ASSERT_NE(workers, nullptr);
+  EXPECT_GE(workers->figures["recommended_num_workers"].get<int>(), 7);  // 2 x ~0.99 / (1 - 0.74) x 1.15
+  EXPECT_NE(workers->advice.find("num_workers="), std::string::npos);
+
+  EXPECT_NE(find(fs, "workers.io-bound"), nullptr);
+  EXPECT_EQ(find(fs, "workers.cpu-bound"), nullptr);
+  EXPECT_NE(find(fs, "storage.small-files-remote"), nullptr);
+}
+
+TEST(DiagnoseRules, TheTopCauseIsACauseNotTheSymptom) {
+  auto report = make_diagnosis({{100, 0, "python train.py"}}, starved_on_fuse());
+  const Finding* cause = top_cause(report);
+  ASSERT_NE(cause, nullptr);
+  EXPECT_NE(cause->id, "loop.starved");
+  EXPECT_EQ(worst_severity(report), Severity::Critical);
+}
+
+TEST(DiagnoseRules, CpuBoundWorkersGetCpuAdvice) {
+  auto fs = evaluate_rules(cpu_bound());
+  const Finding* cpu = find(fs, "workers.cpu-bound");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_NE(cpu->advice.find("cheaper"), std::string::npos);
+  EXPECT_EQ(find(fs, "workers.io-bound"), nullptr);
+  EXPECT_EQ(find(fs, "storage.slow-metadata"), nullptr);
+  const Finding* workers = find(fs, "loader.too-few-workers");
+  ASSERT_NE(workers, nullptr);  // starved and saturated, but more workers exceed the cores:
+  EXPECT_NE(workers->advice.find("exceed the 4 usable cores"), std::string::npos) << workers->advice;
+}
+
+TEST(DiagnoseRules, BurstyWaitsAskForDeeperPrefetch) {
+  auto fs = evaluate_rules(bursty());
+  const Finding* pf = find(fs, "loader.shallow-prefetch");
+  ASSERT_NE(pf, nullptr);
+  EXPECT_NE(pf->advice.find("prefetch_factor"), std::string::npos);
+  EXPECT_EQ(find(fs, "loader.too-few-workers"), nullptr);  // the workers have slack
+}
+
+TEST(DiagnoseRules, SteadyWaitsAreNotBursts) {
+  Evidence e = bursty();
+  e.waits.clear();
+  add_waits(e, 100, 15);
+  const auto fs = evaluate_rules(e);
+  EXPECT_EQ(find(fs, "loader.shallow-prefetch"), nullptr);
+}
+
+TEST(DiagnoseRules, OversubscriptionCountsWorkersAcrossRanks) {
+  Evidence e = cpu_bound();
+  e.ranks = 2;
+  for (int i = 0; i < 4; ++i) {
+    auto p = process(201 + i, true, 9.5, 10, 'R');
+    p.rank = 1;
+    e.processes.push_back(p);
+  }
+  const auto fs = evaluate_rules(e);
+  const Finding* over = find(fs, "cpu.oversubscribed");
+  ASSERT_NE(over, nullptr);
+  EXPECT_EQ(over->figures["workers"], 8);
+  EXPECT_EQ(over->severity, Severity::Warning);
+  // As many workers as cores is not oversubscription.
+  const auto one_rank = evaluate_rules(cpu_bound());
+  EXPECT_EQ(find(one_rank, "cpu.oversubscribed"), nullptr);
+}
+
+TEST(DiagnoseRules, SlowLocalDiskIsNotSmallFilesOnRemoteStorage) {
+  Evidence e = starved_on_fuse();
+  for (auto& c : e.slow_calls) c.fs_type = "ext4";
+  auto fs = evaluate_rules(e);
+  EXPECT_NE(find(fs, "storage.slow-metadata"), nullptr);
+  EXPECT_EQ(find(fs, "storage.small-files-remote"), nullptr);
+}
+
+TEST(DiagnoseRules, ProcOnlyEvidenceLowersConfidence) {
+  Evidence e;
+  e.window_s = 10;
+  e.ebpf = false;
+  e.ebpf_unavailable = "no privilege";
+  e.host.usable_cpus = 8;
+  e.sampled = {100, 70, 200, 4, 150, 46};
+  e.processes = {process(100, false, 3, 10), process(101, true, 1, 10), process(102, true, 1, 10)};
+  auto fs = evaluate_rules(e);
+  const Finding* starved = find(fs, "loop.starved");
+  ASSERT_NE(starved, nullptr);
+  EXPECT_NE(starved->confidence, Confidence::High);
+  const Finding* workers = find(fs, "loader.too-few-workers");
+  ASSERT_NE(workers, nullptr);
+  EXPECT_EQ(workers->confidence, Confidence::Low);
+}
+
+TEST(DiagnoseRules, UnknownDataWaitMakesNoStarvationClaim) {
+  Evidence e;
+  e.window_s = 5;
+  e.ebpf = false;
+  EXPECT_TRUE(evaluate_rules(e).empty());
+}
+
+TEST(DiagnoseRules, SeverityParsing) {
+  EXPECT_EQ(parse_severity("warning"), Severity::Warning);
+  EXPECT_FALSE(parse_severity("loud"));
+}
+
+}  // namespace
+}  // namespace gpufeed
