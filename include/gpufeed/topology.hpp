@@ -35,6 +35,8 @@ struct PciDevice {
   std::vector<std::string> os_names;  // nvme0n1, ib0, eth0 ...
   std::optional<int> numa_node;       // unset when the device is not local to one node
   CpuList local_cpus;                 // the CPUs of its closest non-I/O ancestor
+  std::optional<std::uint64_t> memory_bytes;  // GPU memory, from the vendor library
+  std::string model_source = "pci";   // "pci", or the vendor library that named it ("nvml", "rocm-smi")
 };
 
 struct Topology {
@@ -51,5 +53,10 @@ struct Topology {
   std::vector<const PciDevice*> devices_of(DeviceKind kind) const;
   const NumaNode* numa_node(int os_index) const;
 };
+
+struct GpuDevice;
+// Names GPUs (model, memory) from a vendor library, matched by PCI bus id;
+// GPUs the library knows but hwloc did not list are added without locality.
+void merge_vendor_gpus(Topology& topo, const std::vector<GpuDevice>& devices, const std::string& backend);
 
 }  // namespace gpufeed

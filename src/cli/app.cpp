@@ -60,6 +60,7 @@ int run(const std::vector<std::string>& args, Io& io) {
     std::vector<Command> commands;
     commands.push_back(add_probe_command(app));
     commands.push_back(add_diagnose_command(app));
+    commands.push_back(add_gpu_command(app));
 
     std::string help_topic;
     CLI::App* help = app.add_subcommand("help", "Show help for gpufeed or one of its commands");

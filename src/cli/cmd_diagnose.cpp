@@ -32,6 +32,9 @@ int run_diagnose(DiagnoseOptions& o, Context& ctx) {
     throw usage_error(fmt::format("--sample-hz {} is out of range", o.request.sample_hz), "use 1 to 100 (default 10)");
   }
   if (o.request.slow_call_ms <= 0) throw usage_error("--slow-ms must be positive", "e.g. --slow-ms 1");
+  if (o.request.gpu_hz < 1 || o.request.gpu_hz > 1000) {
+    throw usage_error(fmt::format("--gpu-hz {} is out of range", o.request.gpu_hz), "use 1 to 1000 (default 10)");
+  }
   o.request.ebpf = o.no_ebpf ? EbpfMode::Off : (o.require_ebpf ? EbpfMode::Required : EbpfMode::Auto);
   ctx.check_json_target(o.output);
   if (!o.trace_path.empty()) check_output_path(o.trace_path);
@@ -82,6 +85,12 @@ Command add_diagnose_command(CLI::App& app) {
       ->type_name("HZ");
   cmd->add_flag("--no-ebpf", o->no_ebpf, "Do not trace with eBPF: /proc sampling only (lower confidence)");
   cmd->add_flag("--require-ebpf", o->require_ebpf, "Fail (exit 3) instead of falling back to /proc sampling");
+  cmd->add_option("--gpu", o->request.gpu, "GPU sampler: auto (NVML, then rocm-smi), nvml, rocm-smi or none")
+      ->default_val("auto")
+      ->type_name("BACKEND");
+  cmd->add_option("--gpu-hz", o->request.gpu_hz, "GPU sampling rate")->default_val(10)->type_name("HZ");
+  cmd->add_option("--gpu-trace", o->request.gpu_trace, "Take GPU activity from a 'gpufeed gpu record' file")
+      ->type_name("FILE");
   cmd->add_option("--trace", o->trace_path, "Write a timeline (Chrome trace-event JSON, opens in Perfetto)")
       ->type_name("FILE");
   cmd->add_option("--fail-on", o->fail_on, "Exit 4 when a finding has this severity or worse")

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "context.hpp"
+#include "gpufeed/gpu/vendor_samplers.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
@@ -12,6 +13,7 @@ namespace {
 
 struct ProbeRequest {
   std::string topology_xml;
+  std::string gpu = "auto";
   bool ignore_cgroup = false;
   OutputOptions output;
 };
@@ -21,10 +23,21 @@ int run_probe(const ProbeRequest& req, Context& ctx) {
   std::optional<std::filesystem::path> xml;
   if (!req.topology_xml.empty()) xml = req.topology_xml;
   Topology topology = load_topology(xml);
+  std::string gpu_note;
+  if (!xml) {
+    // Name the GPUs (model, memory) from the vendor library when it is here.
+    GpuOpenResult opened = open_gpu_sampler(req.gpu);
+    if (opened.sampler) {
+      merge_vendor_gpus(topology, opened.sampler->devices(), opened.sampler->backend());
+    } else if (!topology.gpus().empty()) {
+      gpu_note = "GPUs named from PCI ids only: " + opened.unavailable;
+    }
+  }
 
   std::optional<ProcessView> process;
   if (!xml) process = inspect_process(ctx.io.host, InspectOptions{!req.ignore_cgroup, true});
   ProbeReport report = make_probe_report(std::move(topology), std::move(process));
+  if (!gpu_note.empty()) report.budget.notes.push_back(gpu_note);
 
   HostInfo host = inspect_host(ctx.io.host);
   if (!xml) {  // the GPUs are this host's only when we probed this host
@@ -45,6 +58,9 @@ Command add_probe_command(CLI::App& app) {
   cmd->add_option("--topology", req->topology_xml, "Read an hwloc XML export instead of this machine")
       ->type_name("FILE.xml");
   cmd->add_flag("--ignore-cgroup", req->ignore_cgroup, "Do not read cgroup CPU and memory limits");
+  cmd->add_option("--gpu", req->gpu, "Name GPUs with: auto (NVML, then rocm-smi), nvml, rocm-smi or none")
+      ->default_val("auto")
+      ->type_name("BACKEND");
   add_output_options(*cmd, req->output);
   cmd->footer(
       "The budget reserves ~10% of each NUMA node's cores for the system and 2 cores per GPU\n"

@@ -41,5 +41,6 @@ struct Command {
 
 Command add_probe_command(CLI::App& app);
 Command add_diagnose_command(CLI::App& app);
+Command add_gpu_command(CLI::App& app);
 
 }  // namespace gpufeed::cli

@@ -19,7 +19,9 @@ Json device_json(const PciDevice& d) {
           {"model", d.model},
           {"os_names", d.os_names},
           {"numa_node", optional_int(d.numa_node)},
-          {"local_cpus", format_cpulist(d.local_cpus)}};
+          {"local_cpus", format_cpulist(d.local_cpus)},
+          {"memory_bytes", d.memory_bytes ? Json(*d.memory_bytes) : Json(nullptr)},
+          {"model_source", d.model_source}};
 }
 
 Json topology_json(const Topology& t) {
@@ -125,11 +127,19 @@ void render_devices(const Topology& t, DeviceKind kind, std::string_view title, 
     return;
   }
   out << s.heading(fmt::format("{} ({})", title, list.size())) << "\n";
-  TextTable table({"bus id", "model", "name", "NUMA", "local cpus"});
+  const bool gpus = kind == DeviceKind::Gpu;
+  TextTable table(gpus ? std::vector<std::string>{"bus id", "model", "memory", "NUMA", "local cpus", "named by"}
+                       : std::vector<std::string>{"bus id", "model", "name", "NUMA", "local cpus"});
   for (const auto* d : list) {
     std::string names;
     for (const auto& n : d->os_names) names += (names.empty() ? "" : ",") + n;
-    table.add({d->bus_id, d->model, names.empty() ? "-" : names, numa_text(d->numa_node), format_cpulist(d->local_cpus)});
+    if (gpus) {
+      table.add({d->bus_id, d->model, d->memory_bytes ? format_bytes(*d->memory_bytes) : "-", numa_text(d->numa_node),
+                 format_cpulist(d->local_cpus), d->model_source});
+    } else {
+      table.add({d->bus_id, d->model, names.empty() ? "-" : names, numa_text(d->numa_node),
+                 format_cpulist(d->local_cpus)});
+    }
   }
   table.print(out, s);
 }

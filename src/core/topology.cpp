@@ -1,5 +1,11 @@
 #include "gpufeed/topology.hpp"
 
+#include <algorithm>
+#include <cctype>
+
+#include "gpufeed/gpu/sampler.hpp"
+#include "gpufeed/pci_ids.hpp"
+
 namespace gpufeed {
 
 std::uint64_t Topology::total_memory() const {
@@ -23,6 +29,31 @@ const NumaNode* Topology::numa_node(int os_index) const {
     if (node.os_index == os_index) return &node;
   }
   return nullptr;
+}
+
+}  // namespace gpufeed
+
+namespace gpufeed {
+
+void merge_vendor_gpus(Topology& topo, const std::vector<GpuDevice>& devices, const std::string& backend) {
+  for (const auto& d : devices) {
+    std::string bus = d.bus_id;
+    std::transform(bus.begin(), bus.end(), bus.begin(), [](unsigned char c) { return std::tolower(c); });
+    auto it = std::find_if(topo.devices.begin(), topo.devices.end(),
+                           [&](const PciDevice& p) { return !bus.empty() && p.bus_id == bus; });
+    if (it == topo.devices.end()) {
+      PciDevice added;
+      added.bus_id = bus;
+      added.kind = DeviceKind::Gpu;
+      added.vendor_id = d.vendor == "AMD" ? kPciVendorAmd : (d.vendor == "NVIDIA" ? kPciVendorNvidia : 0);
+      added.local_cpus = topo.pus;
+      topo.devices.push_back(added);
+      it = topo.devices.end() - 1;
+    }
+    if (!d.name.empty()) it->model = d.name;
+    it->memory_bytes = d.memory_total_bytes;
+    it->model_source = backend;
+  }
 }
 
 }  // namespace gpufeed

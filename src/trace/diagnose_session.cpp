@@ -12,13 +12,18 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "gpufeed/diagnose/mounts.hpp"
 #include "gpufeed/diagnose/syscalls.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/gpu/activity.hpp"
+#include "gpufeed/gpu/trace.hpp"
+#include "gpufeed/gpu/vendor_samplers.hpp"
 #include "gpufeed/trace/bpf_tracer.hpp"
 #include "gpufeed/trace/proc_reader.hpp"
 
@@ -218,6 +223,9 @@ class Session {
       }
     }
     for (const auto& t : targets) main_pids_.insert(t.pid);
+    // Read now: a job that exits during the window takes its environment with it.
+    target_environ_ = proc_.read(fmt::format("/proc/{}/environ", targets.front().pid)).value_or("");
+    start_gpu();
     usable_cpus_ = usable_cpus(view, targets.front().pid);
     cpus_ = proc_.allowed_cpus(targets.front().pid).value_or(view.allowed_cpus);
 
@@ -279,6 +287,7 @@ class Session {
 
     Evidence e = evidence(end_ns);
     tracer_.reset();  // detach before anything else can go wrong
+    add_gpu_evidence(e);
     outcome.report = make_diagnosis(targets, std::move(e), req_.thresholds);
     outcome.report.launched = launch != nullptr;
     outcome.report.end_reason = end_reason;
@@ -326,6 +335,84 @@ class Session {
       if (!io_.quiet) io_.err << "gpufeed: note: eBPF tracing is not available (" << *why
               << "); continuing with a /proc-only diagnosis (lower confidence)\n";
     }
+  }
+
+  void start_gpu() {
+    if (!req_.gpu_trace.empty()) {
+      std::ifstream in(req_.gpu_trace);
+      if (!in) {
+        throw usage_error(fmt::format("cannot read GPU trace {}", req_.gpu_trace),
+                          "give a file written by 'gpufeed gpu record'");
+      }
+      std::ostringstream buf;
+      buf << in.rdbuf();
+      replay_ = read_gpu_trace(buf.str(), req_.gpu_trace);
+      return;
+    }
+    GpuOpenResult opened = open_gpu_sampler(req_.gpu);
+    if (!opened.sampler) {
+      gpu_unavailable_ = opened.unavailable;
+      return;
+    }
+    gpu_sampler_ = std::move(opened.sampler);
+    gpu_thread_ = std::make_unique<GpuSamplingThread>(*gpu_sampler_, req_.gpu_hz,
+                                                      [this] { return seconds(monotonic_ns()); });
+  }
+
+  // The GPUs the job uses: the vendor's process list, else the job's
+  // *_VISIBLE_DEVICES, else all of them.
+  void add_gpu_evidence(Evidence& e) {
+    GpuTrace trace;
+    GpuEvidence g;
+    if (replay_) {
+      trace = *replay_;
+      g.source = req_.gpu_trace;
+    } else if (gpu_thread_) {
+      gpu_thread_->stop();
+      trace = gpu_thread_->trace();
+    } else {
+      e.gpu_unavailable = gpu_unavailable_;
+      return;
+    }
+    g.backend = trace.backend;
+    g.sample_hz = trace.sample_hz;
+    g.devices = trace.devices;
+    g.samples = std::move(trace.samples);
+    g.buffered = std::move(trace.buffered);
+    if (gpu_sampler_) {
+      for (const auto& d : g.devices) {
+        for (const auto& p : gpu_sampler_->processes(d.index)) {
+          if (procs_.count(p.pid)) g.job_devices.push_back(d.index);
+        }
+      }
+      std::sort(g.job_devices.begin(), g.job_devices.end());
+      g.job_devices.erase(std::unique(g.job_devices.begin(), g.job_devices.end()), g.job_devices.end());
+      if (!g.job_devices.empty()) g.job_devices_from = "GPU process list";
+    }
+    if (g.job_devices.empty()) {
+      const std::string& environ = target_environ_;
+      for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}) {
+        const std::string key = std::string(var) + "=";
+        size_t pos = 0;
+        while (pos < environ.size()) {
+          const size_t end = environ.find('\0', pos);
+          const std::string entry = environ.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+          if (entry.rfind(key, 0) == 0) {
+            if (auto ids = parse_visible_devices(entry.substr(key.size()))) {
+              g.job_devices = *ids;
+              g.job_devices_from = var;
+            }
+          }
+          if (end == std::string::npos) break;
+          pos = end + 1;
+        }
+        if (!g.job_devices_from.empty()) break;
+      }
+    }
+    if (g.job_devices_from.empty()) g.job_devices_from = "all GPUs (the job's GPUs are not known)";
+    e.gpu_measured = !g.samples.empty() || !g.buffered.empty();
+    if (!e.gpu_measured) e.gpu_unavailable = "the GPU sampler returned no samples";
+    e.gpu = std::move(g);
   }
 
   int usable_cpus(const ProcessView& view, int pid) const {
@@ -527,6 +614,11 @@ class Session {
   ProcReader proc_;
   PathResolver resolver_;
   std::unique_ptr<BpfTracer> tracer_;
+  std::unique_ptr<GpuSampler> gpu_sampler_;
+  std::unique_ptr<GpuSamplingThread> gpu_thread_;
+  std::optional<GpuTrace> replay_;
+  std::string gpu_unavailable_;
+  std::string target_environ_;
   std::string reason_;
   std::string tracer_note_;
   std::uint64_t start_ns_ = 0;

@@ -14,6 +14,34 @@ Json document_of(const DiagnosisReport& r) {
   return make_document("diagnosis", host, to_json(r), std::chrono::system_clock::now());
 }
 
+Evidence with_fake_gpu(Evidence e) {
+  GpuEvidence g;
+  g.backend = "nvml";
+  g.sample_hz = 10;
+  g.devices = {{0, "NVIDIA", "H200", "0000:41:00.0", 141ULL << 30}};
+  for (int i = 0; i < 100; ++i) g.samples.push_back({i * 0.1, 0, (i % 10) < 3 ? 100.0 : 0.0, 1ULL << 30, 300.0, 50.0});
+  g.job_devices_from = "all GPUs";
+  e.gpu = g;
+  e.gpu_measured = true;
+  return e;
+}
+
+TEST(DiagnoseReport, JsonValidatesWithGpuEvidence) {
+  auto r = make_diagnosis({{100, 0, "python train.py"}}, with_fake_gpu(testing::starved_on_fuse()));
+  r.end_reason = "duration";
+  Json doc = document_of(r);
+  EXPECT_EQ(testing::schema_errors("diagnosis", doc), "") << doc["evidence"]["gpu"].dump(2);
+  EXPECT_NEAR(doc["evidence"]["gpu"]["devices"][0]["busy_fraction"].get<double>(), 0.3, 0.01);
+  std::ostringstream out;
+  render_text(r, TextStyle{false}, false, out);
+  EXPECT_NE(out.str().find("GPUs the job uses"), std::string::npos);
+  EXPECT_NE(out.str().find("NVML utilization"), std::string::npos);
+  int counters = 0;
+  const Json trace = chrome_trace(r);
+  for (const auto& ev : trace["traceEvents"]) counters += ev.value("name", "") == "GPU 0 busy %";
+  EXPECT_EQ(counters, 100);
+}
+
 TEST(DiagnoseReport, JsonValidatesForEveryScenario) {
   for (const auto& e : {testing::starved_on_fuse(), testing::healthy_local(), testing::cpu_bound(), testing::bursty()}) {
     auto r = make_diagnosis({{100, 0, "python train.py"}}, e);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpufeed/diagnose/histogram.hpp"
+#include "gpufeed/gpu/sampler.hpp"
 
 namespace gpufeed {
 
@@ -102,6 +103,18 @@ struct HostActivity {
   double sample_hz = 0;
 };
 
+// GPU activity during the window (or from a recorded trace).
+struct GpuEvidence {
+  std::string backend;             // "nvml", "rocm-smi", or the trace's backend
+  std::string source = "live";     // "live" or the trace file
+  double sample_hz = 0;
+  std::vector<GpuDevice> devices;
+  std::vector<int> job_devices;    // indices the traced job uses
+  std::string job_devices_from;    // how we know: "GPU process list", "CUDA_VISIBLE_DEVICES", ...
+  std::vector<GpuSample> samples;  // polled readings
+  std::vector<GpuSample> buffered; // finer busy samples from the vendor, when offered
+};
+
 struct Evidence {
   double window_s = 0;
   int ranks = 1;
@@ -116,7 +129,9 @@ struct Evidence {
   std::vector<ProcessInfo> processes;
   SyscallSamples sampled;
   HostActivity host;
-  bool gpu_measured = false;  // GPU samplers arrive with their own issue
+  bool gpu_measured = false;       // GPU samples were taken (gpu is set and has samples)
+  std::optional<GpuEvidence> gpu;
+  std::string gpu_unavailable;     // why GPU activity was not measured
 };
 
 // Figures derived from Evidence, shared by the rules and the report.

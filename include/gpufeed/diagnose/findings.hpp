@@ -43,6 +43,9 @@ struct RuleThresholds {
   std::uint64_t min_wait_spans = 20;
   double small_file_bytes = 1 << 20;    // mean bytes read per opened file
   double worker_headroom = 1.15;        // extra workers for the latency tail
+  double gpu_starved_busy = 0.50;       // job GPUs' mean busy fraction below this while the loop waits
+  double gpu_bound_busy = 0.90;         // ... at or above this while it does not
+  double gpu_period_strength = 0.30;    // autocorrelation needed to call the busy signal periodic
 };
 
 std::vector<Finding> evaluate_rules(const Evidence& e, const RuleThresholds& t = {});

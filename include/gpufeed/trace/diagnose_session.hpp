@@ -23,6 +23,9 @@ struct DiagnoseRequest {
   double slow_call_ms = 1.0;
   double sample_hz = 10;
   EbpfMode ebpf = EbpfMode::Auto;
+  std::string gpu = "auto";          // --gpu auto|nvml|rocm-smi|none
+  double gpu_hz = 10;
+  std::string gpu_trace;             // --gpu-trace FILE: GPU activity from a recording
   RuleThresholds thresholds;
 };
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "gpufeed/diagnose/gpu_figures.hpp"
 #include "gpufeed/diagnose/mounts.hpp"
 #include "gpufeed/units.hpp"
 
@@ -262,6 +263,80 @@ void oversubscribed(Context& c) {
   c.out.push_back(std::move(x));
 }
 
+std::string gpu_list(const std::vector<JobGpu>& gpus) {
+  std::string out;
+  for (const auto& g : gpus) {
+    out += fmt::format("{}{} busy {}", out.empty() ? "" : ", ", g.device.bus_id.empty() ? std::to_string(g.device.index) : g.device.bus_id,
+                       g.activity.busy_fraction ? pct(*g.activity.busy_fraction) : "n/a");
+  }
+  return out;
+}
+
+void gpu_findings(Context& c) {
+  const auto gpus = job_gpus(c.e);
+  const auto busy = job_gpu_busy(gpus);
+  if (!busy) return;
+  const std::string backend = c.e.gpu ? c.e.gpu->backend : "";
+  const bool wait_known = c.f.data_wait_fraction.has_value();
+  if (*busy < c.t.gpu_starved_busy && (c.starved || !wait_known)) {
+    Finding x;
+    x.id = "gpu.starved";
+    x.severity = *busy < 0.3 && c.starved ? Severity::Critical : Severity::Warning;
+    x.title = wait_known ? fmt::format("The GPUs are busy only {} while the loop waits {} for data", pct(*busy), pct(c.wait))
+                         : fmt::format("The GPUs are busy only {}", pct(*busy));
+    x.evidence.push_back(fmt::format("{} ({} samples, {})", gpu_list(gpus), backend, c.e.gpu->source));
+    x.evidence.push_back("busy % is coarse (" + busy_meaning(backend) + ")");
+    x.figures = {{"gpu_busy_fraction", *busy}, {"data_wait_fraction", wait_known ? Json(c.wait) : Json(nullptr)}};
+    x.advice = "the GPUs starve for data: fix the loader causes listed here; the GPUs are not the limit";
+    x.confidence = wait_known ? base_confidence(c.e) : Confidence::Medium;
+    x.weight = c.wait * 0.4;
+    c.out.push_back(std::move(x));
+  }
+  if (*busy >= c.t.gpu_bound_busy && (!wait_known || c.wait < c.t.starved_warning)) {
+    Finding x;
+    x.id = "gpu.bound";
+    x.severity = Severity::Info;
+    x.title = fmt::format("GPU-bound: the GPUs are busy {}; the loader is not the problem", pct(*busy));
+    x.evidence.push_back(fmt::format("{}; the loop waits {} for data", gpu_list(gpus),
+                                     wait_known ? pct(c.wait) : std::string("an unknown share of time")));
+    x.figures = {{"gpu_busy_fraction", *busy}, {"data_wait_fraction", wait_known ? Json(c.wait) : Json(nullptr)}};
+    x.advice = "speed up the model step instead (mixed precision, larger batches, fused kernels or torch.compile); "
+               "more DataLoader workers will not help";
+    x.confidence = base_confidence(c.e);
+    x.weight = 0.0;
+    c.out.push_back(std::move(x));
+  }
+  for (const auto& g : gpus) {
+    const auto& a = g.activity;
+    if (!a.period_s || !a.mean_idle_gap_s || a.idle_gaps_s.size() < 3 || !a.busy_fraction ||
+        *a.busy_fraction >= c.t.gpu_bound_busy || a.period_strength.value_or(0) < c.t.gpu_period_strength) {
+      continue;
+    }
+    Finding x;
+    x.id = "gpu.periodic-starvation";
+    x.severity = c.starved ? Severity::Warning : Severity::Info;
+    const std::string where = g.device.bus_id.empty() ? std::to_string(g.device.index) : g.device.bus_id;
+    x.title = fmt::format("GPU {} idles for ~{:.0f} ms every ~{:.0f} ms", where, *a.mean_idle_gap_s * 1e3,
+                          *a.period_s * 1e3);
+    x.evidence.push_back(fmt::format("{} idle gaps, mean {:.0f} ms; the busy signal repeats every {:.0f} ms "
+                                     "(autocorrelation {:.2f}{})",
+                                     a.idle_gaps_s.size(), *a.mean_idle_gap_s * 1e3, *a.period_s * 1e3,
+                                     *a.period_strength, g.fine_grained ? ", from the vendor's fine samples" : ""));
+    const int workers = std::max(1, c.f.max_workers_per_rank);
+    x.evidence.push_back(fmt::format("with {} workers per rank, batches that arrive in bursts of {} leave the GPU idle "
+                                     "in between",
+                                     workers, workers));
+    x.figures = {{"gpu", where}, {"period_ms", *a.period_s * 1e3}, {"mean_idle_gap_ms", *a.mean_idle_gap_s * 1e3},
+                 {"period_strength", *a.period_strength}};
+    x.advice = "deepen the prefetch so the queue covers the gap: prefetch_factor 4-8 with persistent_workers=True "
+               "(workers re-forked each epoch start in step and finish in step); more workers shorten the gap";
+    x.confidence = base_confidence(c.e);
+    x.weight = c.starved ? c.wait * 0.55 : 0.02;
+    c.out.push_back(std::move(x));
+    break;
+  }
+}
+
 }  // namespace
 
 std::string severity_name(Severity s) {
@@ -300,6 +375,7 @@ std::vector<Finding> evaluate_rules(const Evidence& e, const RuleThresholds& t) 
   shallow_prefetch(c);
   small_files_remote(c);
   oversubscribed(c);
+  gpu_findings(c);
   // Most severe first; among equals, the one that explains most loop time.
   std::stable_sort(c.out.begin(), c.out.end(), [](const Finding& a, const Finding& b) {
     return a.severity != b.severity ? a.severity > b.severity : a.weight > b.weight;

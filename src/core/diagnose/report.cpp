@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "gpufeed/diagnose/gpu_figures.hpp"
 #include "gpufeed/diagnose/syscalls.hpp"
 #include "gpufeed/units.hpp"
 
@@ -13,6 +14,7 @@ namespace {
 
 Json opt(std::optional<double> v) { return v ? Json(*v) : Json(nullptr); }
 std::string pct(double fraction) { return fmt::format("{:.0f}%", fraction * 100); }
+Json scaled(std::optional<double> v, double k) { return v ? Json(*v * k) : Json(nullptr); }
 std::optional<double> in_ms(std::optional<double> ns) {
   if (!ns) return std::nullopt;
   return *ns / 1e6;
@@ -35,6 +37,36 @@ Json histogram_json(const LatencyHistogram& h) {
     slots.push_back({{"log2_ns", k}, {"count", h.slots[static_cast<size_t>(k)]}});
   }
   return slots;
+}
+
+Json gpu_json(const Evidence& e) {
+  if (!e.gpu) return nullptr;
+  const GpuEvidence& g = *e.gpu;
+  Json devices = Json::array();
+  for (const auto& j : job_gpus(e)) {
+    const auto& a = j.activity;
+    Json gaps = Json::array();
+    for (const auto& b : a.gap_histogram) gaps.push_back({{"from_ms", b.from_ms}, {"to_ms", b.to_ms}, {"count", b.count}});
+    devices.push_back({{"index", j.device.index},
+                       {"vendor", j.device.vendor},
+                       {"name", j.device.name},
+                       {"bus_id", j.device.bus_id},
+                       {"memory_total_bytes", j.device.memory_total_bytes ? Json(*j.device.memory_total_bytes) : Json(nullptr)},
+                       {"samples", a.samples},
+                       {"fine_grained", j.fine_grained},
+                       {"busy_fraction", opt(a.busy_fraction)},
+                       {"idle_gaps", a.idle_gaps_s.size()},
+                       {"mean_idle_gap_ms", scaled(a.mean_idle_gap_s, 1e3)},
+                       {"idle_gap_histogram", gaps},
+                       {"period_ms", scaled(a.period_s, 1e3)},
+                       {"period_strength", opt(a.period_strength)},
+                       {"energy_j", opt(a.energy_j)},
+                       {"mean_power_w", opt(a.mean_power_w)}});
+  }
+  return {{"backend", g.backend},       {"source", g.source},
+          {"sample_hz", g.sample_hz},   {"busy_meaning", busy_meaning(g.backend)},
+          {"job_devices_from", g.job_devices_from},
+          {"devices", devices}};
 }
 
 Json evidence_json(const DiagnosisReport& r) {
@@ -82,6 +114,7 @@ Json evidence_json(const DiagnosisReport& r) {
       {"data_wait_fraction", opt(f.data_wait_fraction)},
       {"data_wait_source", f.data_wait_sampled ? "proc-sampling" : (f.data_wait_fraction ? "ebpf" : "none")},
       {"gpu_measured", e.gpu_measured},
+      {"gpu", gpu_json(e)},
       {"workers",
        {{"distinct", f.workers_total}, {"max_per_rank", f.max_workers_per_rank}, {"live_at_end", f.live_workers},
         {"wall_s", f.worker_wall_s}, {"wait_s", f.worker_wait_s}, {"io_s", f.worker_io_s}, {"cpu_s", f.worker_cpu_s},
@@ -124,7 +157,11 @@ DiagnosisReport make_diagnosis(std::vector<DiagnosisTarget> targets, Evidence ev
     r.notes.push_back("eBPF tracing not active (" + evidence.ebpf_unavailable +
                       "): figures are sampled from /proc and findings have lower confidence");
   }
-  if (!evidence.gpu_measured) r.notes.push_back("GPU activity not measured: the loop's data wait is the signal");
+  if (!evidence.gpu_measured) {
+    r.notes.push_back("GPU activity not measured" +
+                      (evidence.gpu_unavailable.empty() ? std::string() : " (" + evidence.gpu_unavailable + ")") +
+                      ": the loop's data wait is the signal");
+  }
   if (evidence.events_dropped > 0) {
     r.notes.push_back(fmt::format("{} trace events were dropped (ring buffer full): slow-call counts are lower bounds",
                                   evidence.events_dropped));
@@ -258,6 +295,21 @@ void render_text(const DiagnosisReport& r, const TextStyle& s, bool verbose, std
     }
   }
 
+  const auto gpus = job_gpus(e);
+  if (!gpus.empty()) {
+    out << fmt::format("  GPUs the job uses ({}, {}; {})\n", e.gpu->backend, e.gpu->source, e.gpu->job_devices_from);
+    TextTable t({"GPU", "name", "busy", "idle gaps", "mean gap", "period", "energy"});
+    for (const auto& j : gpus) {
+      const auto& a = j.activity;
+      t.add({j.device.bus_id.empty() ? std::to_string(j.device.index) : j.device.bus_id, j.device.name,
+             a.busy_fraction ? pct(*a.busy_fraction) : "-", std::to_string(a.idle_gaps_s.size()),
+             a.mean_idle_gap_s ? fmt::format("{:.0f} ms", *a.mean_idle_gap_s * 1e3) : "-",
+             a.period_s ? fmt::format("{:.0f} ms", *a.period_s * 1e3) : "-",
+             a.energy_j ? fmt::format("{:.0f} J", *a.energy_j) : "-"});
+    }
+    t.print(out, s, "    ");
+    out << s.dim("    " + busy_meaning(e.gpu->backend)) << "\n";
+  }
   out << "  Workers: " << f.workers_total << " seen, up to " << f.max_workers_per_rank << " per rank";
   if (f.worker_busy_fraction) {
     out << fmt::format("; busy {} (I/O {}, CPU {} of busy time)", pct(*f.worker_busy_fraction),
@@ -321,6 +373,17 @@ Json chrome_trace(const DiagnosisReport& r) {
                       {"ts", us(smp.t_s)},
                       {"pid", 0},
                       {"args", {{"busy", smp.cpu_busy_pct}, {"iowait", smp.cpu_iowait_pct}}}});
+  }
+  if (e.gpu) {
+    const bool fine = !e.gpu->buffered.empty();
+    for (const auto& smp : fine ? e.gpu->buffered : e.gpu->samples) {
+      if (!smp.busy_pct) continue;
+      events.push_back({{"name", fmt::format("GPU {} busy %", smp.device)},
+                        {"ph", "C"},
+                        {"ts", us(smp.t_s)},
+                        {"pid", 0},
+                        {"args", {{"busy", *smp.busy_pct}}}});
+    }
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", {{"generator", "gpufeed diagnose"}}}};
 }

@@ -1,0 +1,109 @@
+// `gpufeed gpu record`: sample the GPUs into a trace file that
+// `diagnose --gpu-trace` reads, so a node can be captured and analysed elsewhere.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "context.hpp"
+#include "gpufeed/atomic_file.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/gpu/activity.hpp"
+#include "gpufeed/gpu/trace.hpp"
+#include "gpufeed/gpu/vendor_samplers.hpp"
+#include "gpufeed/probe/host_inspector.hpp"
+
+namespace gpufeed::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop.store(true); }
+
+struct RecordOptions {
+  std::string out;
+  double duration_s = 60;
+  double hz = 10;
+  std::string backend = "auto";
+  bool quiet = false;
+};
+
+int run_record(const RecordOptions& o, Context& ctx) {
+  if (o.out.empty()) throw usage_error("gpu record needs --out FILE", "e.g. gpufeed gpu record --out node7.gputrace");
+  if (o.hz < 1 || o.hz > 1000) throw usage_error(fmt::format("--hz {} is out of range", o.hz), "use 1 to 1000");
+  if (o.duration_s <= 0) throw usage_error("--duration must be positive", "e.g. --duration 60");
+  check_output_path(o.out);
+  GpuOpenResult opened = open_gpu_sampler(o.backend);
+  if (!opened.sampler) {
+    throw runtime_error("no GPU sampler available: " + opened.unavailable,
+                        "run on a node with an NVIDIA (NVML) or AMD (rocm-smi) GPU and its driver");
+  }
+  // Ctrl-C or SIGTERM ends the recording early; what was sampled is written.
+  g_stop.store(false);
+  struct sigaction sa {}, old_int{}, old_term{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  const auto start = std::chrono::steady_clock::now();
+  auto clock = [start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  GpuTrace trace;
+  {
+    GpuSamplingThread thread(*opened.sampler, o.hz, clock);
+    while (!g_stop.load() && clock() < o.duration_s) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (ctx.io.err_is_tty && !o.quiet) {
+        ctx.io.err << fmt::format("\r\033[K  recording {} GPU(s) with {}: {:.0f}/{:.0f} s", opened.sampler->devices().size(),
+                                  opened.sampler->backend(), clock(), o.duration_s)
+                   << std::flush;
+      }
+    }
+    thread.stop();
+    trace = thread.trace();
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (ctx.io.err_is_tty && !o.quiet) ctx.io.err << "\r\033[K";
+  write_file_atomically(o.out, write_gpu_trace(trace, inspect_host(ctx.io.host), ctx.io.now()));
+  if (!o.quiet) {
+    ctx.io.out << fmt::format("Recorded {} samples of {} GPU(s) with {} over {:.1f} s into {}\n", trace.samples.size(),
+                              trace.devices.size(), trace.backend, clock(), o.out);
+    for (const auto& d : trace.devices) {
+      std::vector<GpuSample> mine;
+      for (const auto& s : trace.samples) {
+        if (s.device == d.index) mine.push_back(s);
+      }
+      const auto a = analyse_gpu(mine);
+      ctx.io.out << fmt::format("  {} {} {}: busy {}\n", d.index, d.bus_id, d.name,
+                                a.busy_fraction ? fmt::format("{:.0f}%", *a.busy_fraction * 100) : "n/a");
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_gpu_command(CLI::App& app) {
+  auto o = std::make_shared<RecordOptions>();
+  CLI::App* gpu = app.add_subcommand("gpu", "GPU activity tools: record samples on a node to analyse elsewhere");
+  gpu->require_subcommand(1);
+  CLI::App* record = gpu->add_subcommand("record", "Sample every GPU (busy %, memory, power, temperature) into a trace file");
+  record->add_option("--out", o->out, "The trace file to write (gpufeed.gputrace/v1, JSON Lines)")->type_name("FILE");
+  record->add_option("--duration", o->duration_s, "Seconds to record; Ctrl-C stops early")->default_val(60)->type_name("SEC");
+  record->add_option("--hz", o->hz, "Samples per second")->default_val(10)->type_name("HZ");
+  record->add_option("--backend", o->backend, "auto (NVML, then rocm-smi), nvml or rocm-smi")
+      ->default_val("auto")
+      ->type_name("BACKEND");
+  record->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+  record->footer(
+      "Examples:\n"
+      "  gpufeed gpu record --out node7.gputrace --duration 120\n"
+      "  gpufeed diagnose --gpu-trace node7.gputrace --pid 4242     # analyse with a recording");
+  gpu->footer("Examples:\n  gpufeed gpu record --out node7.gputrace");
+  return {record, [o](Context& ctx) { return run_record(*o, ctx); }};
+}
+
+}  // namespace gpufeed::cli
