@@ -33,6 +33,8 @@ packages=(
   fuse3               # fusermount3, /dev/fuse helpers
   python3-torch       # the real PyTorch DataLoader job in the diagnose tests
   python3-pil         # JPEG test datasets (tests/fixtures/make_dataset.py)
+  librocm-smi-dev     # rocm_smi.h: types for the rocm-smi sampler (never linked)
+  librocm-smi64-1     # the real rocm-smi library, tested on GPU-less hosts too
 )
 if ((with_bench)); then
   packages+=(

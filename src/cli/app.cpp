@@ -61,6 +61,7 @@ int run(const std::vector<std::string>& args, Io& io) {
     commands.push_back(add_probe_command(app));
     commands.push_back(add_diagnose_command(app));
     commands.push_back(add_gpu_command(app));
+    commands.push_back(add_gpu_show_command(*app.get_subcommand("gpu")));
 
     std::string help_topic;
     CLI::App* help = app.add_subcommand("help", "Show help for gpufeed or one of its commands");

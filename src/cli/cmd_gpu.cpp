@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -84,7 +86,80 @@ int run_record(const RecordOptions& o, Context& ctx) {
   return 0;
 }
 
+struct ShowOptions {
+  std::string trace;
+  OutputOptions output;
+};
+
+// One row per device: what analyse_gpu makes of a trace.
+Json device_summary(const GpuDevice& d, const GpuActivity& a, bool fine) {
+  auto num = [](std::optional<double> v, double k = 1.0) { return v ? Json(*v * k) : Json(nullptr); };
+  return {{"index", d.index},        {"name", d.name},
+          {"bus_id", d.bus_id},      {"samples", a.samples},
+          {"fine_grained", fine},    {"busy_fraction", num(a.busy_fraction)},
+          {"idle_gaps", a.idle_gaps_s.size()},
+          {"mean_idle_gap_ms", num(a.mean_idle_gap_s, 1e3)},
+          {"period_ms", num(a.period_s, 1e3)},
+          {"period_strength", num(a.period_strength)},
+          {"energy_j", num(a.energy_j)},
+          {"mean_power_w", num(a.mean_power_w)}};
+}
+
+int run_show(const ShowOptions& o, Context& ctx) {
+  ctx.check_json_target(o.output);
+  std::ifstream in(o.trace);
+  if (!in) throw usage_error(fmt::format("cannot read GPU trace {}", o.trace), "give a file written by 'gpufeed gpu record'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const GpuTrace trace = read_gpu_trace(text.str(), o.trace);
+  Json devices = Json::array();
+  TextTable table({"GPU", "bus id", "name", "samples", "busy", "idle gaps", "mean gap", "period", "energy"});
+  for (const auto& d : trace.devices) {
+    std::vector<GpuSample> polled, fine;
+    for (const auto& smp : trace.samples) {
+      if (smp.device == d.index) polled.push_back(smp);
+    }
+    for (const auto& smp : trace.buffered) {
+      if (smp.device == d.index) fine.push_back(smp);
+    }
+    const bool use_fine = fine.size() > polled.size();
+    GpuActivity a = analyse_gpu(use_fine ? fine : polled);
+    if (use_fine) {
+      const GpuActivity p = analyse_gpu(polled);
+      a.energy_j = p.energy_j;
+      a.mean_power_w = p.mean_power_w;
+    }
+    devices.push_back(device_summary(d, a, use_fine));
+    table.add({std::to_string(d.index), d.bus_id, d.name, std::to_string(a.samples),
+               a.busy_fraction ? fmt::format("{:.1f}%", *a.busy_fraction * 100) : "-",
+               std::to_string(a.idle_gaps_s.size()),
+               a.mean_idle_gap_s ? fmt::format("{:.0f} ms", *a.mean_idle_gap_s * 1e3) : "-",
+               a.period_s ? fmt::format("{:.0f} ms", *a.period_s * 1e3) : "-",
+               a.energy_j ? fmt::format("{:.0f} J", *a.energy_j) : "-"});
+  }
+  if (ctx.wants_text(o.output)) {
+    ctx.io.out << ctx.style.heading(fmt::format("GPU trace {} ({}, {:.0f} Hz)", o.trace, trace.backend, trace.sample_hz))
+               << "\n";
+    table.print(ctx.io.out, ctx.style);
+    ctx.io.out << ctx.style.dim("  " + busy_meaning(trace.backend)) << "\n";
+  }
+  ctx.emit_json(o.output, make_document("gpushow", inspect_host(ctx.io.host),
+                                        Json{{"trace", o.trace}, {"backend", trace.backend},
+                                             {"sample_hz", trace.sample_hz}, {"devices", devices}},
+                                        ctx.io.now()));
+  return 0;
+}
+
 }  // namespace
+
+Command add_gpu_show_command(CLI::App& gpu) {
+  auto o = std::make_shared<ShowOptions>();
+  CLI::App* show = gpu.add_subcommand("show", "Analyse a recorded GPU trace: busy %, idle gaps, period, energy");
+  show->add_option("trace", o->trace, "A file written by 'gpufeed gpu record'")->required()->type_name("FILE");
+  add_output_options(*show, o->output);
+  show->footer("Examples:\n  gpufeed gpu show node7.gputrace\n  gpufeed gpu show node7.gputrace --json -");
+  return {show, [o](Context& ctx) { return run_show(*o, ctx); }};
+}
 
 Command add_gpu_command(CLI::App& app) {
   auto o = std::make_shared<RecordOptions>();
@@ -102,7 +177,7 @@ Command add_gpu_command(CLI::App& app) {
       "Examples:\n"
       "  gpufeed gpu record --out node7.gputrace --duration 120\n"
       "  gpufeed diagnose --gpu-trace node7.gputrace --pid 4242     # analyse with a recording");
-  gpu->footer("Examples:\n  gpufeed gpu record --out node7.gputrace");
+  gpu->footer("Examples:\n  gpufeed gpu record --out node7.gputrace\n  gpufeed gpu show node7.gputrace");
   return {record, [o](Context& ctx) { return run_record(*o, ctx); }};
 }
 

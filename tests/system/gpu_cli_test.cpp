@@ -85,6 +85,14 @@ TEST_F(GpuCli, RecordWritesATraceThatReadsBack) {
   }
   EXPECT_GE(dev0, 10U);
   EXPECT_EQ(dev1_power, 0U);
+
+  auto show = testing::run_binary("gpu show " + out.string() + " --json -");
+  ASSERT_EQ(show.code, 0) << show.err;
+  auto doc = nlohmann::json::parse(show.out);
+  EXPECT_EQ(testing::schema_errors("gpushow", doc), "");
+  EXPECT_NEAR(doc["devices"][0]["busy_fraction"].get<double>(), 0.3, 0.1);  // 3 of 10 scripted readings
+  EXPECT_DOUBLE_EQ(doc["devices"][1]["busy_fraction"].get<double>(), 1.0);
+  EXPECT_EQ(doc["devices"][1]["energy_j"], nullptr);  // its power readings all failed
 }
 
 TEST_F(GpuCli, DiagnoseFindsTheStarvedGpuLiveAndFromARecording) {

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# GPU check for a machine with an NVIDIA GPU (H200 class): from a checkout it
+# builds what it needs, runs a CUDA program with a known duty cycle, samples it
+# with `gpufeed gpu record`, and asserts what gpufeed measured:
+#   busy fraction within +-10 points, idle gap within +-20%.
+# Prints one summary table; exits 0 when every check passes, 1 otherwise, and
+# 77 (skipped) on a machine without an NVIDIA GPU. Takes about 2 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${GPUFEED_GPU_CHECK_DIR:-build/gpu-check}
+mkdir -p "$out"
+
+if ! ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1 && ! command -v nvidia-smi >/dev/null; then
+  echo "gpu-check: no NVIDIA driver (libnvidia-ml.so.1) on this machine: skipped"
+  exit 77
+fi
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[[ -x $nvcc ]] || { echo "gpu-check: nvcc not found (set NVCC=...)" >&2; exit 1; }
+
+if [[ ! -x build/gpufeed ]]; then
+  echo "gpu-check: building gpufeed"
+  cmake -S . -B build -DGPUFEED_BUILD_TESTS=OFF >/dev/null
+  cmake --build build -j"$(nproc)" --target gpufeed >/dev/null
+fi
+"$nvcc" -O2 -o "$out/duty_cycle" bench/gpu/duty_cycle.cu
+
+# Periods long enough for NVML's utilization window (1/6 s to 1 s) to resolve.
+period_ms=2000
+seconds=24
+fail=0
+rows=()
+for busy_ms in 600 1400; do
+  trace="$out/duty-$busy_ms.gputrace"
+  build/gpufeed gpu record --quiet --backend nvml --hz 20 --duration $((seconds + 4)) --out "$trace" &
+  recorder=$!
+  sleep 2
+  ran=$("$out/duty_cycle" "$busy_ms" "$period_ms" "$seconds")
+  wait "$recorder"
+  # Only the GPU the program ran on (device 0) counts.
+  read -r busy gap period < <(build/gpufeed gpu show "$trace" --json - | /usr/bin/env python3 -c '
+import json, sys
+d = json.load(sys.stdin)["devices"][0]
+f = lambda v: "nan" if v is None else v
+print(f(d["busy_fraction"]), f(d["mean_idle_gap_ms"]), f(d["period_ms"]))')
+  read -r verdict expected_busy expected_gap < <(/usr/bin/env python3 - "$busy" "$gap" "$busy_ms" "$period_ms" "$seconds" <<'PY'
+import math, sys
+busy, gap, busy_ms, period_ms, seconds = map(float, sys.argv[1:])
+# The recording runs 2 s before and ~2 s after the program: idle time that is
+# not part of the duty cycle. Expected busy over the whole recording:
+window = seconds + 4
+exp_busy = busy_ms / period_ms * seconds / window
+exp_gap = period_ms - busy_ms
+ok = (not math.isnan(busy) and abs(busy - exp_busy) <= 0.10 and
+      not math.isnan(gap) and abs(gap - exp_gap) <= 0.20 * exp_gap)
+print("PASS" if ok else "FAIL", round(exp_busy, 3), exp_gap)
+PY
+)
+  [[ $verdict == PASS ]] || fail=1
+  rows+=("$(printf '%-10s %-10s %-10s %-12s %-12s %-10s %s' "$busy_ms/$period_ms" "$expected_busy" "$busy" "$expected_gap" "$gap" "$period" "$verdict")")
+  echo "  ($ran)"
+done
+
+echo
+echo "gpufeed GPU check on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+printf '%-10s %-10s %-10s %-12s %-12s %-10s %s\n' "duty ms" "busy exp" "busy got" "gap ms exp" "gap ms got" "period ms" "verdict"
+printf '%s\n' "${rows[@]}"
+exit $fail
