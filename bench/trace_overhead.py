@@ -87,6 +87,9 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=200000)
     ap.add_argument("--batches", type=int, default=300)
+    ap.add_argument("--tracers", default="gpufeed,strace,syscount,syscount-bpfcc",
+                    help="comma-separated subset to compare against the untraced run")
+    ap.add_argument("--workloads", default="a,b", help="a (syscall loop), b (DataLoader job), or both")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("trace_overhead: run as root (eBPF)")
@@ -115,9 +118,11 @@ def main():
                                    "--batches", str(args.batches)],
                                   lambda out: 1.0 / float(re.search(r"final samples/s: ([0-9.]+)", out).group(1))),
         }
-        tracers = ["none", "gpufeed", "strace", "syscount"]
-        if shutil.which("syscount-bpfcc"):
-            tracers.append("syscount-bpfcc")
+        wanted = set(args.tracers.split(","))
+        tracers = ["none"] + [t for t in ["gpufeed", "strace", "syscount", "syscount-bpfcc"] if t in wanted]
+        if "syscount-bpfcc" in tracers and not shutil.which("syscount-bpfcc"):
+            tracers.remove("syscount-bpfcc")
+        workloads = {k: v for k, v in workloads.items() if k[0] in args.workloads.split(",")}
         results = {(w, t): [] for w in workloads for t in tracers}
         failed = {}
         for run in range(args.runs):

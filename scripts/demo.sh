@@ -14,3 +14,7 @@ echo "== gpufeed probe: this machine, its GPUs and the budget per GPU rank"
 echo
 echo "== the same on a generated 8 x MI250X node (2 sockets, 64 cores)"
 "$build/gpufeed" probe --topology "$build/tests/fixtures/mi250x-2s-8gcd.xml"
+
+echo
+echo "== gpufeed diagnose on a built-in job whose loop starves (eBPF as root, /proc sampling otherwise)"
+"$build/gpufeed" diagnose --duration 10 --json "$build/demo-diagnosis.json" -- /usr/bin/python3 scripts/demo_job.py 4

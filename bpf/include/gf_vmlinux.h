@@ -32,6 +32,10 @@ enum bpf_map_type {
 };
 
 enum {
+  BPF_RB_NO_WAKEUP = 1,
+};
+
+enum {
   BPF_ANY = 0,
   BPF_NOEXIST = 1,
   BPF_EXIST = 2,
