@@ -111,7 +111,10 @@ void BpfTracer::add_process(int tgid, bool worker, int rank) {
 int BpfTracer::poll(int timeout_ms, const std::function<void(const TraceEvent&)>& on_event) {
   impl_->sink = &on_event;
   impl_->handled = 0;
+  // Events are submitted without wakeups, so epoll only times out: wait,
+  // then drain whatever the kernel side queued meanwhile.
   int rc = ring_buffer__poll(impl_->rb, timeout_ms);
+  if (rc >= 0 || rc == -EINTR) rc = ring_buffer__consume(impl_->rb);
   impl_->sink = nullptr;
   if (rc < 0 && rc != -EINTR) throw runtime_error(fmt::format("reading trace events failed: {}", std::strerror(-rc)));
   return impl_->handled;

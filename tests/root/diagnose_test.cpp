@@ -104,6 +104,7 @@ TEST_F(Diagnose, DataWaitMatchesAKnownDutyCycle) {
   const double wait = doc["evidence"]["data_wait_fraction"].get<double>();
   std::cout << "[ measured ] data wait " << wait << " for a known 0.875\n";
   EXPECT_NEAR(wait, 0.875, 0.05);
+  EXPECT_GT(doc["evidence"]["wait_spans_recorded"].get<int>(), 50);  // the spans reach user space
   const json* workers = finding(doc, "loader.too-few-workers");
   ASSERT_NE(workers, nullptr);
   // 8 producers would feed it exactly; the advice adds 15% for the tail.
@@ -257,6 +258,8 @@ TEST_F(DiagnoseSlowJob, SlowFuseMetadataIsNamedWithItsLatencyAndMoreWorkersAdvis
 
   json doc = diagnose_job(mount.path());
   EXPECT_EQ(testing::schema_errors("diagnosis", doc), "");
+  EXPECT_EQ(doc["evidence"]["events_dropped"], 0);
+  EXPECT_GT(doc["evidence"]["slow_calls_recorded"].get<int>(), 100);
   const json* meta = finding(doc, "storage.slow-metadata");
   ASSERT_NE(meta, nullptr) << doc["findings"].dump(2);
   EXPECT_EQ(meta->at("figures")["mount_point"], std::filesystem::canonical(mount.path()).string());
