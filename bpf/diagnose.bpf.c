@@ -150,9 +150,13 @@ static __always_inline bool is_fd_call(__u32 nr) {
 }
 
 static __always_inline struct file *fd_file(int fd) {
-  struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
-  struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-  if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds)) return 0;
+  /* The task pointer is BTF-typed, so the walk to the fd table is plain
+   * loads (no helper calls); only the array slot needs a probe read. */
+  struct task_struct *task = bpf_get_current_task_btf();
+  struct files_struct *files = task->files;
+  if (!files) return 0;
+  struct fdtable *fdt = files->fdt;
+  if (!fdt || fd < 0 || (unsigned int)fd >= fdt->max_fds) return 0;
   struct file **fds = BPF_CORE_READ(fdt, fd);
   struct file *f = 0;
   bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);

@@ -32,6 +32,9 @@ int run_diagnose(DiagnoseOptions& o, Context& ctx) {
     throw usage_error(fmt::format("--sample-hz {} is out of range", o.request.sample_hz), "use 1 to 100 (default 10)");
   }
   if (o.request.slow_call_ms <= 0) throw usage_error("--slow-ms must be positive", "e.g. --slow-ms 1");
+  if (o.request.samples_per_s && *o.request.samples_per_s <= 0) {
+    throw usage_error("--samples-per-s must be positive", "give the job's samples/s, e.g. --samples-per-s 2400");
+  }
   if (o.request.gpu_hz < 1 || o.request.gpu_hz > 1000) {
     throw usage_error(fmt::format("--gpu-hz {} is out of range", o.request.gpu_hz), "use 1 to 1000 (default 10)");
   }
@@ -91,6 +94,9 @@ Command add_diagnose_command(CLI::App& app) {
   cmd->add_option("--gpu-hz", o->request.gpu_hz, "GPU sampling rate")->default_val(10)->type_name("HZ");
   cmd->add_option("--gpu-trace", o->request.gpu_trace, "Take GPU activity from a 'gpufeed gpu record' file")
       ->type_name("FILE");
+  cmd->add_option("--samples-per-s", o->request.samples_per_s,
+                  "The job's throughput (as it logs it), to report GPU samples per joule")
+      ->type_name("N");
   cmd->add_option("--trace", o->trace_path, "Write a timeline (Chrome trace-event JSON, opens in Perfetto)")
       ->type_name("FILE");
   cmd->add_option("--fail-on", o->fail_on, "Exit 4 when a finding has this severity or worse")

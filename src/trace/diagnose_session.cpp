@@ -375,6 +375,7 @@ class Session {
       return;
     }
     g.backend = trace.backend;
+    g.job_samples_per_s = req_.samples_per_s;
     g.sample_hz = trace.sample_hz;
     g.devices = trace.devices;
     g.samples = std::move(trace.samples);
@@ -595,6 +596,10 @@ class Session {
       CpuUse use = cpu_use(*first_stat_, *last_stat_, cpus_);
       h.cpu_busy_pct = use.busy_pct;
       h.cpu_iowait_pct = use.iowait_pct;
+      for (int cpu : cpus_) {
+        CpuUse one = cpu_use(*first_stat_, *last_stat_, {cpu});
+        h.per_cpu.push_back({cpu, one.busy_pct, one.iowait_pct});
+      }
       if (e.window_s > 0) h.ctx_switches_per_s = static_cast<double>(last_stat_->ctxt - first_stat_->ctxt) / e.window_s;
     }
     auto psi = [&](const char* res) -> std::optional<double> {

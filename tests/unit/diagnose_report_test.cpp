@@ -21,6 +21,7 @@ Evidence with_fake_gpu(Evidence e) {
   g.devices = {{0, "NVIDIA", "H200", "0000:41:00.0", 141ULL << 30}};
   for (int i = 0; i < 100; ++i) g.samples.push_back({i * 0.1, 0, (i % 10) < 3 ? 100.0 : 0.0, 1ULL << 30, 300.0, 50.0});
   g.job_devices_from = "all GPUs";
+  g.job_samples_per_s = 1200;
   e.gpu = g;
   e.gpu_measured = true;
   return e;
@@ -32,6 +33,7 @@ TEST(DiagnoseReport, JsonValidatesWithGpuEvidence) {
   Json doc = document_of(r);
   EXPECT_EQ(testing::schema_errors("diagnosis", doc), "") << doc["evidence"]["gpu"].dump(2);
   EXPECT_NEAR(doc["evidence"]["gpu"]["devices"][0]["busy_fraction"].get<double>(), 0.3, 0.01);
+  EXPECT_NEAR(doc["evidence"]["gpu"]["devices"][0]["samples_per_joule"].get<double>(), 4.0, 1e-9);  // 1200/s at 300 W
   std::ostringstream out;
   render_text(r, TextStyle{false}, false, out);
   EXPECT_NE(out.str().find("GPUs the job uses"), std::string::npos);

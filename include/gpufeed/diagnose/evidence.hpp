@@ -88,8 +88,15 @@ struct HostSample {
   double cpu_iowait_pct = 0;
 };
 
+struct CpuCoreUse {
+  int cpu = 0;
+  double busy_pct = 0;
+  double iowait_pct = 0;
+};
+
 struct HostActivity {
   int usable_cpus = 0;
+  std::vector<CpuCoreUse> per_cpu;  // each of the job's CPUs over the window
   std::vector<HostSample> series;  // one per /proc sample, for the timeline
   double cpu_busy_pct = 0;       // of usable CPUs, average over the window
   double cpu_iowait_pct = 0;
@@ -113,6 +120,7 @@ struct GpuEvidence {
   std::string job_devices_from;    // how we know: "GPU process list", "CUDA_VISIBLE_DEVICES", ...
   std::vector<GpuSample> samples;  // polled readings
   std::vector<GpuSample> buffered; // finer busy samples from the vendor, when offered
+  std::optional<double> job_samples_per_s;  // the job's throughput, when the user gave it
 };
 
 struct Evidence {

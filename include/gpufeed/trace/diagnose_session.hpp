@@ -26,6 +26,7 @@ struct DiagnoseRequest {
   std::string gpu = "auto";          // --gpu auto|nvml|rocm-smi|none
   double gpu_hz = 10;
   std::string gpu_trace;             // --gpu-trace FILE: GPU activity from a recording
+  std::optional<double> samples_per_s;  // --samples-per-s: the job's throughput, for samples per joule
   RuleThresholds thresholds;
 };
 

@@ -39,12 +39,22 @@ Json histogram_json(const LatencyHistogram& h) {
   return slots;
 }
 
+Json per_cpu_json(const HostActivity& h) {
+  Json out = Json::array();
+  for (const auto& c : h.per_cpu) out.push_back({{"cpu", c.cpu}, {"busy_pct", c.busy_pct}, {"iowait_pct", c.iowait_pct}});
+  return out;
+}
+
 Json gpu_json(const Evidence& e) {
   if (!e.gpu) return nullptr;
   const GpuEvidence& g = *e.gpu;
   Json devices = Json::array();
-  for (const auto& j : job_gpus(e)) {
+  const auto gpus = job_gpus(e);
+  for (const auto& j : gpus) {
     const auto& a = j.activity;
+    // The job's throughput shared evenly by its GPUs.
+    std::optional<double> per_joule;
+    if (g.job_samples_per_s) per_joule = samples_per_joule(a, *g.job_samples_per_s / static_cast<double>(gpus.size()));
     Json gaps = Json::array();
     for (const auto& b : a.gap_histogram) gaps.push_back({{"from_ms", b.from_ms}, {"to_ms", b.to_ms}, {"count", b.count}});
     devices.push_back({{"index", j.device.index},
@@ -61,7 +71,8 @@ Json gpu_json(const Evidence& e) {
                        {"period_ms", scaled(a.period_s, 1e3)},
                        {"period_strength", opt(a.period_strength)},
                        {"energy_j", opt(a.energy_j)},
-                       {"mean_power_w", opt(a.mean_power_w)}});
+                       {"mean_power_w", opt(a.mean_power_w)},
+                       {"samples_per_joule", opt(per_joule)}});
   }
   return {{"backend", g.backend},       {"source", g.source},
           {"sample_hz", g.sample_hz},   {"busy_meaning", busy_meaning(g.backend)},
@@ -133,6 +144,7 @@ Json evidence_json(const DiagnosisReport& r) {
        {{"usable_cpus", h.usable_cpus}, {"cpu_busy_pct", h.cpu_busy_pct}, {"cpu_iowait_pct", h.cpu_iowait_pct},
         {"ctx_switches_per_s", h.ctx_switches_per_s}, {"psi_cpu_some_pct", opt(h.psi_cpu_some_pct)},
         {"psi_io_some_pct", opt(h.psi_io_some_pct)}, {"psi_memory_some_pct", opt(h.psi_memory_some_pct)},
+        {"per_cpu", per_cpu_json(h)},
         {"mem_available_bytes", h.mem_available_bytes}, {"page_cache_bytes", h.page_cache_bytes},
         {"samples", h.samples}, {"sample_hz", h.sample_hz}}}};
 }
@@ -335,6 +347,14 @@ void render_text(const DiagnosisReport& r, const TextStyle& s, bool verbose, std
                      h.usable_cpus, h.cpu_busy_pct, h.cpu_iowait_pct, h.ctx_switches_per_s, psi(h.psi_cpu_some_pct),
                      psi(h.psi_io_some_pct), psi(h.psi_memory_some_pct), format_bytes(h.mem_available_bytes),
                      format_bytes(h.page_cache_bytes), h.samples, h.sample_hz);
+  if (!h.per_cpu.empty() && (verbose || h.per_cpu.size() <= 16)) {
+    std::string cores;
+    for (const auto& c : h.per_cpu) {
+      cores += fmt::format("{}cpu{} {:.0f}%{}", cores.empty() ? "" : ", ", c.cpu, c.busy_pct,
+                           c.iowait_pct >= 1 ? fmt::format(" (iowait {:.0f}%)", c.iowait_pct) : "");
+    }
+    out << "  Per CPU busy: " << cores << "\n";
+  }
   for (const auto& n : r.notes) out << "  " << s.warn("note: ") << n << "\n";
 }
 
