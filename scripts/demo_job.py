@@ -22,4 +22,4 @@ while os.read(r, 64):
     time.sleep(0.005)  # the "step": 5 ms per item
     items += 1
 os.wait()
-print(f"demo job: {items} items in {seconds:.0f} s")
+print(f"demo job: {items} items in {seconds:.0f} s", file=sys.stderr)

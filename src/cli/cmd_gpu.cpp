@@ -115,20 +115,9 @@ int run_show(const ShowOptions& o, Context& ctx) {
   Json devices = Json::array();
   TextTable table({"GPU", "bus id", "name", "samples", "busy", "idle gaps", "mean gap", "period", "energy"});
   for (const auto& d : trace.devices) {
-    std::vector<GpuSample> polled, fine;
-    for (const auto& smp : trace.samples) {
-      if (smp.device == d.index) polled.push_back(smp);
-    }
-    for (const auto& smp : trace.buffered) {
-      if (smp.device == d.index) fine.push_back(smp);
-    }
-    const bool use_fine = fine.size() > polled.size();
-    GpuActivity a = analyse_gpu(use_fine ? fine : polled);
-    if (use_fine) {
-      const GpuActivity p = analyse_gpu(polled);
-      a.energy_j = p.energy_j;
-      a.mean_power_w = p.mean_power_w;
-    }
+    const DeviceActivity analysed = analyse_device(trace.samples, trace.buffered, d.index);
+    const GpuActivity& a = analysed.activity;
+    const bool use_fine = analysed.fine_grained;
     devices.push_back(device_summary(d, a, use_fine));
     table.add({std::to_string(d.index), d.bus_id, d.name, std::to_string(a.samples),
                a.busy_fraction ? fmt::format("{:.1f}%", *a.busy_fraction * 100) : "-",

@@ -86,19 +86,8 @@ TEST_F(Diagnose, LaunchedCommandIsTracedFromTheStartAndItsExitCodeReturned) {
 TEST_F(Diagnose, DataWaitMatchesAKnownDutyCycle) {
   // The loop reads items from a producer that makes one every 40 ms and steps
   // 5 ms per item: it waits 35 of every 40 ms, 87.5%, blocked in read(pipe).
-  auto g = gpufeed({"diagnose", "--duration", "20", "--json", (dir_ / "d.json").string(), "--", kPython, "-c",
-                    "import os, time\n"
-                    "r, w = os.pipe()\n"
-                    "if os.fork() == 0:\n"
-                    "    os.close(r)\n"
-                    "    end = time.time() + 4\n"
-                    "    while time.time() < end:\n"
-                    "        time.sleep(0.04)\n"
-                    "        os.write(w, b'x' * 64)\n"
-                    "    os._exit(0)\n"
-                    "os.close(w)\n"
-                    "while os.read(r, 64):\n"
-                    "    time.sleep(0.005)\n"});
+  auto g = gpufeed({"diagnose", "--duration", "20", "--json", (dir_ / "d.json").string(), "--", kPython,
+                    std::string(GPUFEED_SOURCE_DIR) + "/scripts/demo_job.py", "4"});
   ASSERT_EQ(g->wait(60), 0) << output();
   json doc = read_json(dir_ / "d.json");
   const double wait = doc["evidence"]["data_wait_fraction"].get<double>();

@@ -102,6 +102,10 @@ std::optional<std::string> ebpf_unavailable_reason() {
   return std::nullopt;
 }
 
+std::string demo_job_command(int seconds) {
+  return "/usr/bin/python3 " + std::string(GPUFEED_SOURCE_DIR) + "/scripts/demo_job.py " + std::to_string(seconds);
+}
+
 std::optional<std::string> torch_unavailable_reason() {
   if (access("/usr/bin/python3", X_OK) != 0) return "no /usr/bin/python3";
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {

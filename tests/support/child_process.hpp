@@ -35,6 +35,11 @@ std::vector<std::string> loaded_bpf_programs(const std::string& prefix, double s
 // Why the eBPF system tests cannot run here, or nullopt.
 std::optional<std::string> ebpf_unavailable_reason();
 
+// The demo's built-in starving job (scripts/demo_job.py) as a shell command:
+// its loop reads items through a pipe from a producer that needs 40 ms per
+// item and steps 5 ms per item, so it waits about 87% of the time.
+std::string demo_job_command(int seconds);
+
 // /usr/bin/python3 with python3-torch, or a reason it is missing.
 std::optional<std::string> torch_unavailable_reason();
 

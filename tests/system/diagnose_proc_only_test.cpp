@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/child_process.hpp"
 #include "support/cli_runner.hpp"
 #include "support/schema_validator.hpp"
 #include "support/temp_dir.hpp"
@@ -13,29 +14,13 @@
 namespace gpufeed {
 namespace {
 
-// The producer takes 40 ms per item, the consumer's step 5 ms: the loop waits
-// about 85% of the time, blocked in read() on the pipe.
-const char* kStarvedJob =
-    "import os, time\n"
-    "r, w = os.pipe()\n"
-    "if os.fork() == 0:\n"
-    "    os.close(r)\n"
-    "    end = time.time() + 3\n"
-    "    while time.time() < end:\n"
-    "        time.sleep(0.04)\n"
-    "        os.write(w, b'x' * 64)\n"
-    "    os._exit(0)\n"
-    "os.close(w)\n"
-    "while os.read(r, 64):\n"
-    "    time.sleep(0.005)\n";
 
 TEST(DiagnoseProcOnly, SampledDataWaitFindsTheStarvedLoop) {
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
   testing::TempDir dir;
-  const auto script = dir.write("job.py", kStarvedJob);
   const auto json_path = dir / "d.json";
   auto r = testing::run_binary("diagnose --no-ebpf --duration 10 --json " + json_path.string() +
-                               " -- /usr/bin/python3 " + script.string());
+                               " -- " + testing::demo_job_command(3));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("eBPF tracing is not available (disabled by --no-ebpf)"), std::string::npos) << r.err;
   auto doc = nlohmann::json::parse(testing::read_file(json_path));
@@ -72,9 +57,7 @@ TEST(DiagnoseProcOnly, UsageErrors) {
 TEST(DiagnoseProcOnly, FailOnTurnsFindingsIntoExitFour) {
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
   testing::TempDir dir;
-  const auto script = dir.write("job.py", kStarvedJob);
-  auto r = testing::run_binary("diagnose --no-ebpf --quiet --fail-on warning --duration 10 -- /usr/bin/python3 " +
-                               script.string());
+  auto r = testing::run_binary("diagnose --no-ebpf --quiet --fail-on warning --duration 10 -- " + testing::demo_job_command(3));
   EXPECT_EQ(r.code, 4) << r.err;
   EXPECT_NE(r.err.find("findings at or above 'warning'"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");

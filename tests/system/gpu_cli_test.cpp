@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpufeed/gpu/trace.hpp"
+#include "support/child_process.hpp"
 #include "support/cli_runner.hpp"
 #include "support/schema_validator.hpp"
 #include "support/temp_dir.hpp"
@@ -23,20 +24,6 @@ const char* kScript =
     "busy 0 100 100 100 0 0 0 0 0 0 0\n"
     "busy 1 100\n";
 
-// Same starved pipe job as the /proc-only tests: the loop waits ~85%.
-const char* kStarvedJob =
-    "import os, time\n"
-    "r, w = os.pipe()\n"
-    "if os.fork() == 0:\n"
-    "    os.close(r)\n"
-    "    end = time.time() + 3\n"
-    "    while time.time() < end:\n"
-    "        time.sleep(0.04)\n"
-    "        os.write(w, b'x' * 64)\n"
-    "    os._exit(0)\n"
-    "os.close(w)\n"
-    "while os.read(r, 64):\n"
-    "    time.sleep(0.005)\n";
 
 class GpuCli : public ::testing::Test {
  protected:
@@ -97,10 +84,9 @@ TEST_F(GpuCli, RecordWritesATraceThatReadsBack) {
 
 TEST_F(GpuCli, DiagnoseFindsTheStarvedGpuLiveAndFromARecording) {
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
-  const auto job = dir_.write("job.py", kStarvedJob);
   setenv("CUDA_VISIBLE_DEVICES", "0", 1);  // the job uses device 0, the 30%-busy one
   auto live = testing::run_binary("diagnose --no-ebpf --quiet --gpu-hz 20 --duration 10 --json " +
-                                  (dir_ / "live.json").string() + " -- /usr/bin/python3 " + job.string());
+                                  (dir_ / "live.json").string() + " -- " + testing::demo_job_command(3));
   ASSERT_EQ(live.code, 0) << live.err;
   auto doc = nlohmann::json::parse(testing::read_file(dir_ / "live.json"));
   EXPECT_EQ(testing::schema_errors("diagnosis", doc), "");
@@ -118,8 +104,7 @@ TEST_F(GpuCli, DiagnoseFindsTheStarvedGpuLiveAndFromARecording) {
   ASSERT_EQ(testing::run_binary("gpu record --quiet --out " + rec.string() + " --duration 2 --hz 20").code, 0);
   unsetenv("GPUFEED_NVML_LIBRARY");
   auto replay = testing::run_binary("diagnose --no-ebpf --quiet --duration 10 --gpu-trace " + rec.string() +
-                                    " --json " + (dir_ / "replay.json").string() + " -- /usr/bin/python3 " +
-                                    job.string());
+                                    " --json " + (dir_ / "replay.json").string() + " -- " + testing::demo_job_command(3));
   ASSERT_EQ(replay.code, 0) << replay.err;
   auto rdoc = nlohmann::json::parse(testing::read_file(dir_ / "replay.json"));
   EXPECT_EQ(rdoc["evidence"]["gpu"]["source"], rec.string());

@@ -33,6 +33,16 @@ struct GpuActivity {
 // `samples` of one device in time order. Samples below idle_pct count as idle.
 GpuActivity analyse_gpu(const std::vector<GpuSample>& samples, double idle_pct = 10.0);
 
+// One device of a recording: analysed from the vendor's finer buffered
+// samples when they outnumber the polled ones (they resolve gaps our polling
+// blurs); power and energy always come from the polled readings.
+struct DeviceActivity {
+  GpuActivity activity;
+  bool fine_grained = false;
+};
+DeviceActivity analyse_device(const std::vector<GpuSample>& polled, const std::vector<GpuSample>& buffered,
+                              int device, double idle_pct = 10.0);
+
 // Samples per joule, when the job's throughput (samples/s) is known.
 std::optional<double> samples_per_joule(const GpuActivity& a, double samples_per_s);
 

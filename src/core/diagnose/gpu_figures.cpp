@@ -13,25 +13,12 @@ std::vector<JobGpu> job_gpus(const Evidence& e) {
         std::find(g.job_devices.begin(), g.job_devices.end(), dev.index) == g.job_devices.end()) {
       continue;
     }
-    std::vector<GpuSample> polled, fine;
-    for (const auto& s : g.samples) {
-      if (s.device == dev.index) polled.push_back(s);
-    }
-    for (const auto& s : g.buffered) {
-      if (s.device == dev.index && s.busy_pct) fine.push_back(s);
-    }
-    if (polled.empty() && fine.empty()) continue;
+    DeviceActivity analysed = analyse_device(g.samples, g.buffered, dev.index);
+    if (analysed.activity.samples == 0) continue;
     JobGpu j;
     j.device = dev;
-    // The vendor's own finer samples resolve short gaps our polling blurs;
-    // power and energy still come from the polled readings.
-    j.fine_grained = fine.size() > polled.size();
-    j.activity = analyse_gpu(j.fine_grained ? fine : polled);
-    if (j.fine_grained) {
-      GpuActivity p = analyse_gpu(polled);
-      j.activity.energy_j = p.energy_j;
-      j.activity.mean_power_w = p.mean_power_w;
-    }
+    j.fine_grained = analysed.fine_grained;
+    j.activity = std::move(analysed.activity);
     out.push_back(std::move(j));
   }
   return out;

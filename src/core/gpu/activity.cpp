@@ -112,6 +112,27 @@ GpuActivity analyse_gpu(const std::vector<GpuSample>& samples, double idle_pct) 
   return a;
 }
 
+DeviceActivity analyse_device(const std::vector<GpuSample>& polled_all, const std::vector<GpuSample>& buffered_all,
+                              int device, double idle_pct) {
+  std::vector<GpuSample> polled, fine;
+  for (const auto& s : polled_all) {
+    if (s.device == device) polled.push_back(s);
+  }
+  for (const auto& s : buffered_all) {
+    if (s.device == device && s.busy_pct) fine.push_back(s);
+  }
+  DeviceActivity d;
+  d.fine_grained = fine.size() > polled.size();
+  d.activity = analyse_gpu(d.fine_grained ? fine : polled, idle_pct);
+  if (d.fine_grained) {
+    const GpuActivity p = analyse_gpu(polled, idle_pct);
+    d.activity.energy_j = p.energy_j;
+    d.activity.mean_power_w = p.mean_power_w;
+  }
+  d.activity.device = device;
+  return d;
+}
+
 std::optional<double> samples_per_joule(const GpuActivity& a, double samples_per_s) {
   if (!a.mean_power_w || *a.mean_power_w <= 0 || samples_per_s <= 0) return std::nullopt;
   return samples_per_s / *a.mean_power_w;
