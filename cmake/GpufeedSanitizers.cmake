@@ -4,4 +4,6 @@ if(GPUFEED_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
                       -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
+  # Libraries that get dlclose()d stay mapped in this build (see dl_keep.hpp).
+  add_compile_definitions(GPUFEED_SANITIZE_BUILD=1)
 endif()

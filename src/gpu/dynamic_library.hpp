@@ -3,6 +3,8 @@
 // adapters (src/gpu/).
 #include <dlfcn.h>
 
+#include "gpufeed/probe/dl_keep.hpp"
+
 #include <string>
 #include <utility>
 
@@ -15,7 +17,7 @@ class DynamicLibrary {
   // error() says why, as dlerror() put it.
   explicit DynamicLibrary(const std::string& name) {
     dlerror();
-    handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | kDlopenKeep);
     if (handle_ == nullptr) {
       const char* why = dlerror();
       error_ = why != nullptr ? why : name + ": cannot be loaded";

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "gpufeed/probe/dl_keep.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 
 namespace gpufeed {
@@ -39,7 +40,7 @@ std::vector<GpuLibrary> probe_gpu_libraries() {
     for (const char* soname : c.sonames) {
       if (soname == nullptr) break;
       tried += fmt::format("{}{}", tried.empty() ? "" : ", ", soname);
-      void* handle = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
+      void* handle = dlopen(soname, RTLD_LAZY | RTLD_LOCAL | kDlopenKeep);
       if (handle == nullptr) continue;
       link_map* map = nullptr;
       lib.loadable = true;
