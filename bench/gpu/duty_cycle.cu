@@ -25,6 +25,16 @@ __global__ void spin(long long cycles) {
     }                                                                                 \
   } while (0)
 
+// Runs one spinning kernel of `cycles`; its GPU time in ms goes to *ms.
+static cudaError_t timed_spin(long long cycles, cudaEvent_t a, cudaEvent_t b, float* ms) {
+  cudaError_t err = cudaEventRecord(a);
+  if (err != cudaSuccess) return err;
+  spin<<<1, 1>>>(cycles);
+  if ((err = cudaEventRecord(b)) != cudaSuccess) return err;
+  if ((err = cudaEventSynchronize(b)) != cudaSuccess) return err;
+  return cudaEventElapsedTime(ms, a, b);
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr, "usage: duty_cycle BUSY_MS PERIOD_MS SECONDS\n");
@@ -39,12 +49,8 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&b));
   long long cycles = static_cast<long long>(busy_ms * clock_khz);
   for (int i = 0; i < 3; ++i) {
-    CHECK(cudaEventRecord(a));
-    spin<<<1, 1>>>(cycles);
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
     float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
+    CHECK(timed_spin(cycles, a, b, &ms));
     if (ms > 0) cycles = static_cast<long long>(cycles * (busy_ms / ms));
   }
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -52,12 +58,8 @@ int main(int argc, char** argv) {
   int periods = 0;
   while (std::chrono::steady_clock::now() < end) {
     const auto start = std::chrono::steady_clock::now();
-    CHECK(cudaEventRecord(a));
-    spin<<<1, 1>>>(cycles);
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
     float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
+    CHECK(timed_spin(cycles, a, b, &ms));
     kernel_ms += ms;
     ++periods;
     std::this_thread::sleep_until(start + std::chrono::duration<double, std::milli>(period_ms));
