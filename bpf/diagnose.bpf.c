@@ -210,9 +210,10 @@ int BPF_PROG(gf_sys_enter, struct pt_regs *regs, long id) {
     if (s.syscall == NR_newfstatat || s.syscall == NR_statx) {
       /* fstat(fd) arrives as newfstatat(fd, "", AT_EMPTY_PATH). */
       unsigned long flags = s.syscall == NR_newfstatat ? regs->r10 : regs->dx;
-      char first = 0;
-      bpf_probe_read_user(&first, 1, (void *)s.path_ptr);
-      if ((flags & AT_EMPTY_PATH) && first == 0) {
+      char first = 1;
+      /* Read the path's first byte only when the flag makes it matter. */
+      if (flags & AT_EMPTY_PATH) bpf_probe_read_user(&first, 1, (void *)s.path_ptr);
+      if (first == 0) {
         s.kind = GF_KIND_FD_STAT;
         s.file_ptr = (__u64)fd_file(s.fd);
       }
