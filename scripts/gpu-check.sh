@@ -3,9 +3,16 @@
 # builds what it needs, runs a CUDA program with a known duty cycle, samples it
 # with `gpufeed gpu record`, and asserts what gpufeed measured:
 #   busy fraction within +-10 points, idle gap within +-20%.
-# Prints one summary table; exits 0 when every check passes, 1 otherwise, and
+# Then gpufeed's CUDA device backend (bench/gpu/transfer_overlap.cu):
+#   page-locked host-to-device bandwidth on its non-blocking stream >= 90% of
+#   a plain cudaMemcpyAsync bandwidth test, and a batch copy that overlaps a
+#   running kernel (done before the kernel ends, by timestamps).
+# Prints the summary tables; exits 0 when every check passes, 1 otherwise, and
 # 77 (skipped) on a machine without an NVIDIA GPU. Takes about 2 minutes.
+#   scripts/gpu-check.sh [all|duty|transfer]     (default: all)
 set -euo pipefail
+only=${1:-all}
+case $only in all|duty|transfer) ;; *) echo "usage: $0 [all|duty|transfer]" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 out=${GPUFEED_GPU_CHECK_DIR:-build/gpu-check}
 mkdir -p "$out"
@@ -22,12 +29,16 @@ if [[ ! -x build/gpufeed ]]; then
   cmake -S . -B build -DGPUFEED_BUILD_TESTS=OFF >/dev/null
   cmake --build build -j"$(nproc)" --target gpufeed >/dev/null
 fi
+fail=0
+
+# --- GPU activity: duty cycle measured by `gpufeed gpu record` -------------
+# (The body stays unindented: its here-documents end at column 0.)
+duty_check() {
 "$nvcc" -O2 -o "$out/duty_cycle" bench/gpu/duty_cycle.cu
 
 # Periods long enough for NVML's utilization window (1/6 s to 1 s) to resolve.
 period_ms=2000
 seconds=24
-fail=0
 rows=()
 for busy_ms in 600 1400; do
   trace="$out/duty-$busy_ms.gputrace"
@@ -64,4 +75,42 @@ echo
 echo "gpufeed GPU check on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 printf '%-10s %-10s %-10s %-12s %-12s %-10s %s\n' "duty ms" "busy exp" "busy got" "gap ms exp" "gap ms got" "period ms" "verdict"
 printf '%s\n' "${rows[@]}"
+}
+
+# --- Device backend: bandwidth and copy/compute overlap --------------------
+transfer_check() {
+  # The backend library only; the program links it and the shared CUDA
+  # runtime, which gpufeed's dlopen("libcudart.so.13") then finds loaded.
+  [[ -f build/CMakeCache.txt ]] || cmake -S . -B build -DGPUFEED_BUILD_TESTS=OFF >/dev/null
+  cmake --build build -j"$(nproc)" --target gpufeed_device >/dev/null
+  "$nvcc" -O2 -std=c++20 -cudart shared -Iinclude -o "$out/transfer_overlap" bench/gpu/transfer_overlap.cu \
+    build/src/device/libgpufeed_device.a -lfmt -ldl
+  local log="$out/transfer_overlap.log" status=0
+  "$out/transfer_overlap" 512 9 >"$log" 2>&1 || status=$?
+  cat "$log"
+  ((status == 0)) || fail=1
+  echo
+  echo "gpufeed device backend on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+  /usr/bin/env python3 - "$log" <<'PY'
+import sys
+fields = {}
+for line in open(sys.argv[1]):
+    words = line.split()
+    if words and words[0] in ("bandwidth", "overlap"):
+        fields[words[0]] = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+b, o = fields.get("bandwidth"), fields.get("overlap")
+print(f"{'check':<34} {'expected':<26} {'measured':<36} verdict")
+if b:
+    print(f"{'H2D bandwidth, gpufeed stream':<34} {'>= 0.90 x plain memcpy':<26} "
+          f"{b['gpufeed_gbps'] + ' vs ' + b['raw_gbps'] + ' GB/s = ' + b['ratio']:<36} {b['verdict']}")
+if o:
+    print(f"{'copy overlaps a running step':<34} {'copy done < step end':<26} "
+          f"{o['copy_done_ms'] + ' ms < ' + o['step_ms'] + ' ms (serial ' + o['serial_copy_done_ms'] + ')':<36} {o['verdict']}")
+if not (b and o):
+    print("transfer_overlap did not report both checks: FAIL")
+PY
+}
+
+[[ $only == transfer ]] || duty_check
+[[ $only == duty ]] || transfer_check
 exit $fail

@@ -35,12 +35,17 @@ packages=(
   python3-pil         # JPEG test datasets (tests/fixtures/make_dataset.py)
   librocm-smi-dev     # rocm_smi.h: types for the rocm-smi sampler (never linked)
   librocm-smi64-1     # the real rocm-smi library, tested on GPU-less hosts too
+  libcurl4-openssl-dev  # the S3 store (libcurl with SigV4)
+  libturbojpeg0-dev   # JPEG decode in the loader (libjpeg-turbo)
+  libtorch-dev        # the optional LibTorch step plugin (--model)
+  python3-botocore    # reference SigV4 signer the S3 tests check against
 )
 if ((with_bench)); then
   packages+=(
     strace            # baseline tracer in bench/trace_overhead.py
     libbpf-tools      # syscount -L, the libbpf baseline
     bpfcc-tools       # syscount-bpfcc, bcc's tool (reported when it cannot run)
+    fio               # baseline reader in bench/loader_overhead.py
   )
 fi
 
@@ -50,6 +55,9 @@ missing=()
 for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
 # lstopo (fixture generator) comes from hwloc or hwloc-nox; either will do.
 command -v lstopo-no-graphics >/dev/null || missing+=(hwloc-nox)
+# Node.js and npm run s3rver, the S3 server of the tests. Any install will do
+# (these machines carry NodeSource's, which bundles npm; Debian's needs both).
+command -v npm >/dev/null || missing+=(nodejs npm)
 
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
@@ -62,6 +70,9 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# s3rver, the real S3 server the S3 tests start (npm; does nothing when present).
+scripts/install-s3rver.sh
 
 build_dir=${GPUFEED_BUILD_DIR:-build}
 generator=()

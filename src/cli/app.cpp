@@ -60,6 +60,7 @@ int run(const std::vector<std::string>& args, Io& io) {
     std::vector<Command> commands;
     commands.push_back(add_probe_command(app));
     commands.push_back(add_diagnose_command(app));
+    commands.push_back(add_bench_command(app));
     commands.push_back(add_gpu_command(app));
     commands.push_back(add_gpu_show_command(*app.get_subcommand("gpu")));
 

@@ -1,0 +1,28 @@
+#pragma once
+// The simulated step and the simple per-sample transforms that need no
+// library: enough to run the loader with no GPU, model or images.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gpufeed/loader/step.hpp"
+#include "gpufeed/loader/transform.hpp"
+
+namespace gpufeed::loader {
+
+// "40" or "40:5" (mean and spread in ms; normal, clipped at zero).
+struct StepTime {
+  double mean_ms = 0;
+  double spread_ms = 0;
+};
+StepTime parse_step_time(const std::string& text);  // usage error on bad text
+
+std::unique_ptr<StepRunner> make_sleep_step(StepTime time, std::uint64_t seed = 1);
+
+// --decode none: the sample's bytes copied into a fixed-size slot (truncated
+// or zero-padded to `slot_bytes`).
+std::unique_ptr<SampleTransform> make_copy_transform(std::size_t slot_bytes);
+// --cpu-us N: the copy plus N microseconds of CPU work on the worker thread.
+std::unique_ptr<SampleTransform> make_cpu_cost_transform(std::size_t slot_bytes, double cpu_us);
+
+}  // namespace gpufeed::loader

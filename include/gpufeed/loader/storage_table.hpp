@@ -1,0 +1,56 @@
+#pragma once
+// `gpufeed bench --storage-only`: how a store answers stat, open and read at
+// rising concurrency. Each access is stat, then open, then a whole read of
+// one sample, as a DataLoader worker does; each level walks samples the
+// previous levels did not touch while the dataset allows, so the page cache
+// flatters local files as little as it can.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpufeed/loader/sample_source.hpp"
+
+namespace gpufeed::loader {
+
+struct OpLatency {
+  std::uint64_t count = 0;
+  double mean_ms = 0, p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;
+};
+OpLatency summarise_latencies(std::vector<double> ms);
+
+struct StorageLevel {
+  int concurrency = 0;
+  OpLatency stat, open, read;
+  std::uint64_t samples = 0;  // whole accesses completed
+  std::uint64_t bytes = 0;
+  std::uint64_t errors = 0;
+  double wall_s = 0;
+  double mb_per_s = 0;        // read bytes / wall time (1 MB = 10^6 B)
+  double samples_per_s = 0;   // accesses / wall time ("IOPS" per sample read)
+  std::vector<double> read_ms;  // every read's latency, sorted: tune's storage model
+};
+
+struct StorageTable {
+  std::string source;
+  std::string storage_type;
+  std::uint64_t dataset_samples = 0;
+  std::uint64_t dataset_bytes = 0;
+  bool samples_reused = false;  // the dataset was smaller than the levels needed
+  std::vector<StorageLevel> levels;
+};
+
+struct StorageProbeOptions {
+  std::vector<int> concurrency{1, 4, 16, 64};
+  std::chrono::milliseconds per_level{2000};  // time budget of each level
+  std::uint64_t max_samples_per_level = 2000;
+  std::function<void(const StorageLevel&)> on_level;  // progress
+  const std::atomic<bool>* stop = nullptr;
+};
+
+StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>& samples,
+                             const StorageProbeOptions& options);
+
+}  // namespace gpufeed::loader

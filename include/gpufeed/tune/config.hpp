@@ -1,0 +1,100 @@
+#pragma once
+// The config `tune` writes and `check` reads (schema gpufeed.config/v1,
+// docs/tune.md): DataLoader keyword arguments a PyTorch job can use as they
+// are, per-rank CPU binding, justified environment variables and cache
+// advice, the prediction with its interval, the trials behind it and the
+// machine it was measured on.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpufeed/document.hpp"
+#include "gpufeed/tune/search.hpp"
+
+namespace gpufeed::tune {
+
+struct RankBinding {
+  int rank = 0;
+  std::string gpu;                // PCI bus id; empty on a CPU-only host
+  std::optional<int> numa_node;
+  std::string worker_cpus;        // cpulist for this rank's workers
+};
+
+// An environment variable, set only because a measurement here says so.
+struct EnvAdvice {
+  std::string name;
+  std::string value;
+  std::string because;  // names the measurement
+};
+
+struct CacheAdvice {
+  std::string tier;              // "memory" or "ssd"
+  std::uint64_t bytes = 0;
+  std::uint64_t samples = 0;     // memory tier: samples held
+  double share_of_dataset = 0;   // ssd tier: fraction of the dataset
+  double predicted_gain = 0;     // predicted samples/s with the tier / without
+  std::string because;
+};
+
+struct PredictionBand {
+  double samples_per_s = 0;       // per rank
+  double low = 0, high = 0;       // interval
+  double node_samples_per_s = 0;
+  double starvation = 0;
+  double model_samples_per_s = 0; // the simulation's own figure, before calibration by trials
+};
+
+struct MachineFingerprint {
+  std::string hostname;
+  std::string cpu_model;
+  int cpus = 0;
+  std::uint64_t memory_bytes = 0;
+  std::vector<std::string> gpus;
+  std::string kernel;
+};
+
+struct WorkloadRecord {
+  std::string target = "loader";  // "loader" or "exec"
+  std::string data;               // the dataset as given (no credentials)
+  std::string exec;               // the command template, for target exec
+  std::string step;               // "simulated step 45 ms", a model, or "from diagnosis"
+  std::string step_ms;            // the --step-ms value, to re-measure
+  std::string decode = "none";
+  double cpu_us = 0;
+  int image_size = 224;
+  std::uint64_t sample_bytes = 0; // per sample in the batch
+  int ranks = 1;
+};
+
+struct TunedConfig {
+  int batch_size = 32;
+  bool drop_last = true;
+  bool persistent_workers = true;
+  Candidate chosen;
+  std::vector<RankBinding> ranks;
+  std::vector<EnvAdvice> environment;
+  std::vector<CacheAdvice> cache;
+  PredictionBand prediction;
+  std::vector<Trial> trials;
+  std::string search = "model";
+  double search_wall_s = 0;
+  double grid_equivalent_s = 0;   // what a grid of full trials over the space would take
+  std::string reason;
+  std::uint64_t pinned_bytes_per_rank = 0;
+  MachineFingerprint machine;
+  WorkloadRecord workload;
+  bool partial = false;           // written on Ctrl-C or budget: best so far
+};
+
+// The body of a gpufeed.config/v1 document (make_document adds the envelope).
+Json to_json(const TunedConfig& config);
+// Reads a document; a usage error naming the file for anything malformed and
+// for a schema other than gpufeed.config/v1 (naming it).
+TunedConfig config_from_json(const Json& document, const std::string& source);
+
+// `--emit python`: a snippet with the DataLoader arguments and a
+// worker_init_fn that binds each worker to its rank's CPUs.
+std::string emit_python(const TunedConfig& config);
+
+}  // namespace gpufeed::tune

@@ -1,0 +1,85 @@
+#pragma once
+// The search over DataLoader configs (docs/tune.md): the model ranks every
+// candidate, trials verify the most promising and their neighbours (losers
+// are stopped after a short first round), and the cheapest config within a
+// tolerance of the best measured throughput wins. `grid` runs a trial of
+// every candidate instead: the exhaustive baseline.
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpufeed/tune/dataloader_model.hpp"
+
+namespace gpufeed::tune {
+
+struct SearchSpace {
+  std::vector<int> workers;
+  std::vector<int> prefetch;
+  std::vector<bool> pin_memory;
+  std::vector<Candidate> candidates() const;
+};
+// workers 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64 up to max_workers;
+// prefetch 1, 2, 4, 8; pin_memory on (and off when `both_pin`).
+SearchSpace default_space(int max_workers, bool both_pin = false);
+
+// A config is cheaper when it uses fewer workers (cores, processes), then
+// less page-locked memory (prefetch), then no pinning.
+bool cheaper(const Candidate& a, const Candidate& b);
+
+struct Trial {
+  Candidate candidate;
+  double samples_per_s = 0;  // per rank
+  double starvation = 0;
+  double seconds = 0;        // how long it ran
+  int round = 1;             // 1: the short first round; 2: the full trial
+  std::string note;          // why it failed or stopped, when it did
+  bool ok = true;
+};
+
+class TrialRunner {
+ public:
+  virtual ~TrialRunner() = default;
+  // Runs `c` for about `seconds` and measures it. A failed run returns
+  // ok=false with a note; an error that dooms every trial throws.
+  virtual Trial run(const Candidate& c, double seconds) = 0;
+};
+
+struct SearchOptions {
+  double tolerance = 0.02;         // "within 2% of the best"
+  double trial_seconds = 10;       // a full trial
+  double first_round_seconds = 4;  // the short round that weeds out losers
+  int shortlist = 4;               // top predictions verified (plus neighbours)
+  double budget_seconds = 0;       // wall-time budget of all trials; 0: none
+  std::function<void(const Trial&, const std::optional<Trial>& best)> on_trial;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+struct Choice {
+  Trial chosen;
+  Trial best;                // highest measured throughput
+  std::string reason;        // why `chosen` won, in one sentence
+};
+
+struct SearchResult {
+  std::vector<Trial> trials;
+  std::optional<Choice> choice;  // none when no trial succeeded
+  bool stopped_early = false;    // budget or stop flag
+  double trial_seconds = 0;      // sum of trial times
+};
+
+// The best prediction for each of the top `k` worker counts (by predicted
+// throughput, ties to the cheaper), each with its neighbours in the space (next workers up and down, next prefetch
+// up and down), without duplicates, best prediction first.
+std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k);
+
+// Of the successful trials (full rounds preferred), the cheapest within
+// `tolerance` of the best.
+std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance);
+
+SearchResult model_search(const std::vector<Prediction>& predictions, const SearchSpace& space, TrialRunner& runner,
+                          const SearchOptions& options);
+SearchResult grid_search(const SearchSpace& space, TrialRunner& runner, const SearchOptions& options);
+
+}  // namespace gpufeed::tune

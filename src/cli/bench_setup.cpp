@@ -1,0 +1,115 @@
+#include "bench_setup.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "gpufeed/cpulist.hpp"
+#include "gpufeed/loader/basic_steps.hpp"
+#include "gpufeed/loader/cache.hpp"
+#include "gpufeed/loader/jpeg_transform.hpp"
+#include "gpufeed/loader/local_source.hpp"
+#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/loader/synthetic_source.hpp"
+#include "gpufeed/probe/host_inspector.hpp"
+#include "gpufeed/probe/hwloc_topology.hpp"
+#include "gpufeed/probe_report.hpp"
+#include "gpufeed/units.hpp"
+
+namespace gpufeed::cli {
+
+std::unique_ptr<loader::SampleSource> open_data(const DataOptions& o, const Io& io) {
+  if (o.data.empty()) {
+    throw usage_error("--data is required", "give a directory, a manifest, s3://bucket/prefix or synthetic:PRESET");
+  }
+  std::unique_ptr<loader::SampleSource> source;
+  if (loader::is_synthetic_spec(o.data)) {
+    source = loader::make_synthetic_source(loader::parse_synthetic_spec(o.data));
+  } else if (o.data.rfind("s3://", 0) == 0) {
+    loader::S3Options s3;
+    s3.url = o.data;
+    s3.endpoint = o.s3_endpoint;
+    s3.region = o.s3_region;
+    s3.profile = o.s3_profile;
+    s3.max_connections = o.s3_connections;
+    s3.env = loader::environment_map();
+    source = loader::open_s3_source(s3);
+  } else {
+    if (!o.s3_endpoint.empty() || !o.s3_region.empty() || !o.s3_profile.empty()) {
+      throw usage_error("--s3-* options apply to s3:// data only", "drop them, or give --data s3://bucket/prefix");
+    }
+    source = loader::open_local_source({o.data, 32, io.host.root / "proc/self/mountinfo"});
+  }
+  // The SSD tier sits next to the store; the memory tier in front of both.
+  if (!o.cache_dir.empty()) {
+    source = loader::make_ssd_cache(std::move(source), o.cache_dir, parse_size(o.cache_size, "--cache-size"));
+  }
+  if (!o.cache_mem.empty()) {
+    source = loader::make_memory_cache(std::move(source), parse_size(o.cache_mem, "--cache-mem"));
+  }
+  return source;
+}
+
+std::vector<loader::SampleInfo> list_data(loader::SampleSource& source, Io& io, bool quiet) {
+  if (io.err_is_tty && !quiet) io.err << "Listing " << source.describe() << " ...\r" << std::flush;
+  auto samples = source.list();
+  if (io.err_is_tty && !quiet) io.err << "\33[2K" << std::flush;
+  if (samples.empty()) {
+    throw usage_error(fmt::format("the dataset {} is empty", source.describe()),
+                      "point --data at a directory, manifest or prefix that holds samples");
+  }
+  return samples;
+}
+
+std::unique_ptr<loader::SampleTransform> make_transform(const WorkOptions& o,
+                                                        const std::vector<loader::SampleInfo>& samples) {
+  if (o.cpu_us < 0) throw usage_error("--cpu-us must not be negative");
+  if (o.decode == "jpeg") {
+    if (o.cpu_us > 0) throw usage_error("--cpu-us and --decode jpeg both set the per-sample work", "give one");
+    loader::JpegOptions jpeg;
+    jpeg.width = jpeg.height = o.image_size;
+    jpeg.crop = loader::parse_crop_mode(o.crop);
+    return loader::make_jpeg_transform(jpeg);
+  }
+  if (o.decode != "none") throw usage_error(fmt::format("--decode {} is not known", o.decode), "use none or jpeg");
+  std::uint64_t slot = 0;
+  if (!o.sample_bytes.empty()) {
+    slot = parse_size(o.sample_bytes, "--sample-bytes");
+  } else {
+    for (const auto& s : samples) slot = std::max(slot, s.size);
+  }
+  if (slot == 0) throw usage_error("every sample is empty: nothing to load", "check the dataset, or give --sample-bytes");
+  return loader::make_cpu_cost_transform(static_cast<std::size_t>(slot), o.cpu_us);
+}
+
+loader::DeviceChoice parse_device(const std::string& text) {
+  if (text == "auto") return loader::DeviceChoice::Auto;
+  if (text == "cuda") return loader::DeviceChoice::Cuda;
+  if (text == "hip") return loader::DeviceChoice::Hip;
+  if (text == "host") return loader::DeviceChoice::Host;
+  throw usage_error(fmt::format("--device {} is not known", text), "use auto, cuda, hip or host");
+}
+
+std::unique_ptr<loader::StepRunner> make_step(const DeviceOptions& o, std::uint64_t seed) {
+  if (!o.model.empty()) {
+    if (o.step_ms != "0") throw usage_error("--model and --step-ms both set the step", "give one");
+    return loader::open_torch_step(o.model);
+  }
+  return loader::make_sleep_step(loader::parse_step_time(o.step_ms), seed);
+}
+
+std::vector<int> rank_worker_cpus(const Io& io, int rank, std::string& cpulist_text) {
+  ProbeReport report = make_probe_report(load_topology(std::nullopt), inspect_process(io.host, InspectOptions{true, true}));
+  const auto& ranks = report.budget.ranks;
+  if (rank < 0 || rank >= static_cast<int>(ranks.size())) {
+    throw usage_error(fmt::format("--rank {} is not a rank of this machine ({} ranks)", rank, ranks.size()),
+                      "see the ranks in 'gpufeed probe'");
+  }
+  const auto& cpus = ranks[static_cast<std::size_t>(rank)].worker_cpus;
+  if (cpus.empty()) throw usage_error(fmt::format("rank {} has no worker CPUs in this machine's budget", rank));
+  cpulist_text = format_cpulist(cpus);
+  return cpus;
+}
+
+}  // namespace gpufeed::cli

@@ -1,0 +1,223 @@
+// `gpufeed bench`: options -> the loader's parts -> one run -> report.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "bench_setup.hpp"
+#include "context.hpp"
+#include "gpufeed/loader/bench_report.hpp"
+#include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/probe/host_inspector.hpp"
+#include "gpufeed/units.hpp"
+
+namespace gpufeed::cli {
+namespace {
+
+struct BenchOptions {
+  DataOptions data;
+  WorkOptions work;
+  DeviceOptions device;
+  loader::LoaderConfig config;
+  bool no_pin = false;
+  std::string mem_budget;
+  bool bind = false;
+  int rank = 0;
+  double duration_s = 0;
+  std::uint64_t batches = 0;
+  std::optional<std::uint64_t> warmup;
+  bool storage_only = false;
+  std::vector<int> concurrency{1, 4, 16, 64};
+  double level_s = 2;
+  std::uint64_t level_samples = 2000;
+  OutputOptions output;
+};
+
+// A progress line on stderr, redrawn in place; only on a terminal.
+class ProgressLine {
+ public:
+  ProgressLine(Io& io, bool enabled) : io_(io), enabled_(enabled) {}
+  ~ProgressLine() { clear(); }
+  void show(const std::string& line) {
+    if (!enabled_) return;
+    io_.err << "\r\33[2K" << line << std::flush;
+    shown_ = true;
+  }
+  void clear() {
+    if (shown_) io_.err << "\r\33[2K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  Io& io_;
+  bool enabled_;
+  bool shown_ = false;
+};
+
+int run_storage_only(BenchOptions& o, Context& ctx) {
+  auto source = open_data(o.data, ctx.io);
+  const auto samples = list_data(*source, ctx.io, o.output.quiet);
+  loader::StopOnSignal stop;
+  ProgressLine progress(ctx.io, ctx.io.err_is_tty && !o.output.quiet);
+  loader::StorageProbeOptions options;
+  options.concurrency = o.concurrency;
+  options.per_level = std::chrono::milliseconds(static_cast<long>(o.level_s * 1000));
+  options.max_samples_per_level = o.level_samples;
+  options.stop = &stop.flag();
+  options.on_level = [&](const loader::StorageLevel& l) {
+    progress.show(fmt::format("concurrency {:3}: {:.0f} IOPS, read p50 {:.2f} ms", l.concurrency, l.samples_per_s, l.read.p50_ms));
+  };
+  const auto table = loader::measure_storage(*source, samples, options);
+  progress.clear();
+  if (ctx.wants_text(o.output)) loader::render_text(table, ctx.style, ctx.io.out);
+  ctx.emit_json(o.output, make_document("bench", inspect_host(ctx.io.host), loader::to_json(table), ctx.io.now()));
+  return 0;
+}
+
+void check_options(BenchOptions& o) {
+  if (o.duration_s < 0) throw usage_error("--duration must be positive");
+  if (o.duration_s == 0 && o.batches == 0) o.duration_s = 20;  // the default run
+  for (int c : o.concurrency) {
+    if (c < 1 || c > 1024) throw usage_error(fmt::format("--concurrency {} is out of range", c), "use 1 to 1024");
+  }
+  if (o.level_s <= 0) throw usage_error("--level-seconds must be positive");
+  o.config.pin_memory = !o.no_pin;
+  if (!o.mem_budget.empty()) o.config.mem_budget_bytes = parse_size(o.mem_budget, "--mem-budget");
+}
+
+int run_bench(BenchOptions& o, Context& ctx) {
+  check_options(o);
+  ctx.check_json_target(o.output);
+  if (o.storage_only) return run_storage_only(o, ctx);
+
+  loader::BenchReport report;
+  std::vector<int> cpus;
+  if (o.bind) cpus = rank_worker_cpus(ctx.io, o.rank, report.setup.worker_cpus);
+  auto source = open_data(o.data, ctx.io);
+  auto samples = list_data(*source, ctx.io, o.output.quiet);
+  auto transform = make_transform(o.work, samples);
+  // Refuse an over-budget config before touching a device.
+  loader::check_memory_budget(o.config, loader::plan_memory(o.config, transform->output_bytes()));
+  std::string why;
+  auto device = loader::open_device_backend(parse_device(o.device.device), why);
+  auto step = make_step(o.device, o.config.seed + 1);
+
+  loader::StopOnSignal stop;
+  ProgressLine progress(ctx.io, ctx.io.err_is_tty && !o.output.quiet);
+  loader::LoaderRun run{*source, samples, *transform, *device, *step, o.config, {}, {}};
+  if (o.duration_s > 0) run.limits.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(o.duration_s * 1e9));
+  if (o.batches > 0) run.limits.batches = o.batches;
+  run.limits.warmup_batches = o.warmup;
+  run.hooks.stop = &stop.flag();
+  run.hooks.on_progress = [&](const loader::Progress& p) { progress.show(loader::progress_line(p)); };
+  if (!cpus.empty()) run.hooks.on_worker_start = [&cpus](int) { loader::bind_current_thread(cpus); };
+
+  report.figures = loader::run_loader(run);
+  progress.clear();
+  report.setup.source = source->describe();
+  report.setup.storage_type = source->storage_type();
+  report.setup.dataset_samples = samples.size();
+  report.setup.transform = transform->describe();
+  report.setup.sample_bytes = transform->output_bytes();
+  report.setup.device = device->name();
+  report.setup.device_detail = device->description();
+  report.setup.device_why = why;
+  report.setup.step = step->describe();
+  report.setup.config = o.config;
+  report.tiers = source->tier_stats();
+  report.peak_rss_bytes = loader::peak_rss_bytes();
+  if (report.figures.steady_from_start) {
+    report.notes.push_back("the run ended before the warm-up did: figures include the start; run longer");
+  }
+  if (o.config.pin_memory && !report.figures.page_locked) {
+    report.notes.push_back("batch buffers are not page-locked (" + device->description() + ")");
+  }
+  if (ctx.wants_text(o.output)) loader::render_text(report, ctx.style, o.output.verbose, ctx.io.out);
+  ctx.emit_json(o.output, make_document("bench", inspect_host(ctx.io.host), loader::to_json(report), ctx.io.now()));
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Run the built-in prefetching loader (PyTorch DataLoader semantics) against a dataset and measure "
+               "samples/s, starvation and where the time goes; or, with --storage-only, the storage alone");
+  auto* data = cmd->add_option("--data", o->data.data,
+                               "Dataset: a directory, a manifest file (one path per line), s3://bucket/prefix, "
+                               "or synthetic:PRESET[,key=value...] (presets: memory, local-nvme, nfs, s3fs, s3)")
+                   ->type_name("SOURCE");
+  data->required();
+  cmd->add_option("--workers", o->config.workers, "DataLoader num_workers")->default_val(4)->group("Loader");
+  cmd->add_option("--prefetch", o->config.prefetch_factor, "DataLoader prefetch_factor")->default_val(2)->group("Loader");
+  cmd->add_option("--batch-size", o->config.batch_size, "Samples per batch")->default_val(32)->group("Loader");
+  cmd->add_option("--io-depth", o->config.io_depth, "Fetches one worker overlaps within its batch (1 = like PyTorch)")
+      ->default_val(1)->group("Loader");
+  cmd->add_flag("--no-pin-memory", o->no_pin, "Collate into pageable memory (pin_memory=False)")->group("Loader");
+  cmd->add_flag("--shuffle", o->config.shuffle, "Seeded shuffle per epoch (default: dataset order)")->group("Loader");
+  cmd->add_option("--seed", o->config.seed, "Seed for shuffle and step-time draws")->default_val(0)->group("Loader");
+  cmd->add_flag("--skip-bad", o->config.skip_bad, "Count and skip unreadable or corrupt samples instead of stopping")
+      ->group("Loader");
+  cmd->add_option("--mem-budget", o->mem_budget, "Refuse configs whose page-locked buffers exceed this (e.g. 8GiB)")
+      ->type_name("SIZE")->group("Loader");
+  cmd->add_flag("--bind", o->bind, "Bind workers to the NUMA-local cores of --rank's GPU (from gpufeed probe)")
+      ->group("Loader");
+  cmd->add_option("--rank", o->rank, "Rank (GPU) whose worker cores --bind uses")->default_val(0)->group("Loader");
+
+  cmd->add_option("--decode", o->work.decode, "Per-sample work: none (copy bytes) or jpeg (decode + crop + resize)")
+      ->default_val("none")->group("Per sample");
+  cmd->add_option("--cpu-us", o->work.cpu_us, "Per-sample CPU work in microseconds (emulates decode)")
+      ->group("Per sample");
+  cmd->add_option("--image-size", o->work.image_size, "--decode jpeg: output side in pixels")->default_val(224)
+      ->group("Per sample");
+  cmd->add_option("--crop", o->work.crop, "--decode jpeg: center or random-resized")->default_val("center")
+      ->group("Per sample");
+  cmd->add_option("--sample-bytes", o->work.sample_bytes, "--decode none: bytes per sample in the batch "
+                                                          "(default: the largest sample)")
+      ->type_name("SIZE")->group("Per sample");
+
+  cmd->add_option("--device", o->device.device, "Where batches go: auto, cuda, hip or host (no GPU)")
+      ->default_val("auto")->group("Step");
+  cmd->add_option("--step-ms", o->device.step_ms, "Simulated training step: MS or MEAN:SPREAD (0 = loader alone)")
+      ->default_val("0")->group("Step");
+  cmd->add_option("--model", o->device.model, "TorchScript model run per batch (forward + backward) by LibTorch")
+      ->type_name("FILE.pt")->group("Step");
+
+  cmd->add_option("--duration", o->duration_s, "Seconds to run (default 20 unless --batches)")->group("Run");
+  cmd->add_option("--batches", o->batches, "Steps to run")->group("Run");
+  cmd->add_option("--warmup", o->warmup, "Steps left out of the figures (default prefetch x workers)")->group("Run");
+
+  cmd->add_option("--s3-endpoint", o->data.s3_endpoint, "S3-compatible endpoint URL (default: AWS)")->group("S3");
+  cmd->add_option("--s3-region", o->data.s3_region, "Region (default: AWS_REGION, profile, us-east-1)")->group("S3");
+  cmd->add_option("--s3-profile", o->data.s3_profile, "Profile in ~/.aws/credentials")->group("S3");
+  cmd->add_option("--s3-connections", o->data.s3_connections, "Requests in flight at most")->default_val(64)
+      ->group("S3");
+
+  cmd->add_option("--cache-mem", o->data.cache_mem, "In-memory LRU cache tier of this size (e.g. 2GiB)")
+      ->type_name("SIZE")->group("Cache");
+  cmd->add_option("--cache-dir", o->data.cache_dir, "Local SSD cache tier in this directory")->group("Cache");
+  cmd->add_option("--cache-size", o->data.cache_size, "Size bound of the SSD tier")->default_val("10GiB")
+      ->type_name("SIZE")->group("Cache");
+
+  cmd->add_flag("--storage-only", o->storage_only, "Measure the storage alone: stat/open/read latency, MB/s and IOPS "
+                                                   "at each --concurrency")->group("Storage");
+  cmd->add_option("--concurrency", o->concurrency, "Concurrency levels for --storage-only")->delimiter(',')
+      ->default_str("1,4,16,64")->group("Storage");
+  cmd->add_option("--level-seconds", o->level_s, "Time per concurrency level")->default_val(2)->group("Storage");
+  cmd->add_option("--level-samples", o->level_samples, "Samples per concurrency level at most")->default_val(2000)
+      ->group("Storage");
+  add_output_options(*cmd, o->output);
+  cmd->footer(
+      "Workers build whole batches, one sample after another; batches arrive in order; at most\n"
+      "prefetch x workers batches are in flight; batches are collated into page-locked buffers and\n"
+      "copied to the device on a dedicated stream while the previous step runs (docs/loader.md).\n\n"
+      "Examples:\n"
+      "  gpufeed bench --data synthetic:s3fs --workers 8 --prefetch 4 --batch-size 64 --step-ms 40\n"
+      "  gpufeed bench --data /data/imagenet/train --decode jpeg --workers 8 --batch-size 256 --step-ms 40\n"
+      "  gpufeed bench --data s3://bucket/train --s3-endpoint http://127.0.0.1:9000 --cache-dir /nvme/cache\n"
+      "  gpufeed bench --storage-only --data /mnt/s3fs/train --json storage.json");
+  return {cmd, [o](Context& ctx) { return run_bench(*o, ctx); }};
+}
+
+}  // namespace gpufeed::cli

@@ -1,0 +1,202 @@
+#include "tune_trials.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "gpufeed/loader/basic_steps.hpp"
+#include "gpufeed/loader/os_hooks.hpp"
+
+namespace gpufeed::cli {
+
+using Clock = std::chrono::steady_clock;
+
+tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, double seconds) {
+  tune::Trial trial;
+  trial.candidate = c;
+  const auto start = Clock::now();
+  std::vector<loader::LoaderFigures> figures(static_cast<std::size_t>(setup_.ranks));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(setup_.ranks));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < setup_.ranks; ++r) {
+    ranks.emplace_back([&, r] {
+      try {
+        std::string why;
+        auto device = loader::open_device_backend(setup_.device, why);
+        auto step = loader::make_sleep_step(loader::parse_step_time(setup_.step_ms), 1 + static_cast<std::uint64_t>(r));
+        loader::LoaderConfig config;
+        config.workers = c.workers;
+        config.prefetch_factor = c.prefetch_factor;
+        config.pin_memory = c.pin_memory;
+        config.batch_size = setup_.batch_size;
+        config.mem_budget_bytes = setup_.mem_budget_bytes;
+        // Ranks start at different places in the dataset, like DistributedSampler shards.
+        config.shuffle = setup_.ranks > 1;
+        config.seed = static_cast<std::uint64_t>(r);
+        loader::LoaderRun run{*setup_.source, *setup_.samples, *setup_.transform, *device, *step, config, {}, {}};
+        run.limits.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
+        run.hooks.stop = setup_.stop;
+        if (!setup_.rank_cpus.empty()) {
+          const auto cpus = setup_.rank_cpus[static_cast<std::size_t>(r) % setup_.rank_cpus.size()];
+          run.hooks.on_worker_start = [cpus](int) { loader::bind_current_thread(cpus); };
+        }
+        figures[static_cast<std::size_t>(r)] = loader::run_loader(run);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const loader::SampleError&) {
+      throw;  // a bad sample dooms every trial: stop the search with it
+    } catch (const std::exception& ex) {
+      trial.ok = false;
+      trial.note = ex.what();
+      return trial;
+    }
+  }
+  for (const auto& f : figures) {
+    trial.samples_per_s += f.samples_per_s / setup_.ranks;
+    trial.starvation += f.starvation / setup_.ranks;
+  }
+  return trial;
+}
+
+std::string expand_command(const std::string& command, const tune::Candidate& c, int batch_size) {
+  std::string out;
+  for (std::size_t i = 0; i < command.size();) {
+    if (command[i] != '{') {
+      out += command[i++];
+      continue;
+    }
+    const auto close = command.find('}', i);
+    if (close == std::string::npos) throw usage_error(fmt::format("--exec: unclosed '{{' in \"{}\"", command));
+    const std::string name = command.substr(i + 1, close - i - 1);
+    if (name == "num_workers") out += std::to_string(c.workers);
+    else if (name == "prefetch_factor") out += std::to_string(c.prefetch_factor);
+    else if (name == "pin_memory") out += c.pin_memory ? "1" : "0";
+    else if (name == "batch_size") out += std::to_string(batch_size);
+    else {
+      throw usage_error(fmt::format("--exec: unknown placeholder {{{}}}", name),
+                        "use {num_workers}, {prefetch_factor}, {pin_memory} (1/0) and {batch_size}");
+    }
+    i = close + 1;
+  }
+  return out;
+}
+
+ExecTrialRunner::ExecTrialRunner(ExecTrialSetup setup) : setup_(std::move(setup)) {
+  try {
+    metric_ = std::regex(setup_.metric_regex);
+  } catch (const std::regex_error& e) {
+    throw usage_error(fmt::format("--metric-regex \"{}\" is not a regular expression: {}", setup_.metric_regex, e.what()));
+  }
+  if (metric_.mark_count() < 1) {
+    throw usage_error(fmt::format("--metric-regex \"{}\" has no group", setup_.metric_regex),
+                      "capture the number, e.g. 'samples/s: ([0-9.]+)'");
+  }
+  if (setup_.command.find("{num_workers}") == std::string::npos) {
+    throw usage_error("--exec has no {num_workers} placeholder", "e.g. --exec 'python train.py --workers {num_workers}'");
+  }
+}
+
+namespace {
+
+// Ends the job and everything it started: SIGTERM to its process group, then
+// SIGKILL after a grace period. Always reaps.
+void stop_group(pid_t pid) {
+  kill(-pid, SIGTERM);
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  int status = 0;
+  while (Clock::now() < deadline) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      kill(-pid, SIGKILL);  // stragglers of the group (workers)
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(-pid, SIGKILL);
+  waitpid(pid, &status, 0);
+}
+
+}  // namespace
+
+tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
+  tune::Trial trial;
+  trial.candidate = c;
+  const std::string command = expand_command(setup_.command, c, setup_.batch_size);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw runtime_error("cannot create a pipe for --exec");
+  const auto start = Clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) throw runtime_error("cannot fork for --exec");
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group: the job and its workers are stopped together
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(fds[1]);
+  std::string output;
+  bool exited = false;
+  int status = 0;
+  const auto deadline = start + std::chrono::duration<double>(seconds);
+  for (;;) {
+    if (setup_.stop && setup_.stop->load()) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(std::min<long>(left, 200))) > 0) {
+      char buf[4096];
+      const ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n > 0) {
+        output.append(buf, static_cast<std::size_t>(n));
+        if (output.size() > (1 << 20)) output.erase(0, output.size() - (1 << 19));  // keep the tail
+        continue;
+      }
+      if (n == 0) {  // the job closed its output: wait for it
+        waitpid(pid, &status, 0);
+        exited = true;
+        break;
+      }
+    }
+  }
+  close(fds[0]);
+  if (!exited) stop_group(pid);
+  trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // The last value the job printed is its latest steady-state figure.
+  std::optional<double> value;
+  for (std::sregex_iterator it(output.begin(), output.end(), metric_), end; it != end; ++it) {
+    try {
+      value = std::stod((*it)[1].str());
+    } catch (const std::exception&) {
+    }
+  }
+  if (!value) {
+    trial.ok = false;
+    const auto last_line_start = output.find_last_of('\n', output.size() > 1 ? output.size() - 2 : 0);
+    trial.note = exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                     ? fmt::format("the job failed (status {}) before printing the metric: {}", WEXITSTATUS(status),
+                                   output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1))
+                     : "no output line matched --metric-regex within the trial time (raise --trial-seconds?)";
+    return trial;
+  }
+  trial.samples_per_s = *value;
+  return trial;
+}
+
+}  // namespace gpufeed::cli

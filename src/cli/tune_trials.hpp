@@ -1,0 +1,62 @@
+#pragma once
+// The two trial targets of `gpufeed tune`: the built-in loader (all ranks of
+// the node at once, sharing the store and the cores) and the user's own job
+// (a command template run per trial, its throughput read from its output).
+#include <atomic>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gpufeed/loader/device_backend.hpp"
+#include "gpufeed/loader/pipeline.hpp"
+#include "gpufeed/loader/sample_source.hpp"
+#include "gpufeed/loader/step.hpp"
+#include "gpufeed/loader/transform.hpp"
+#include "gpufeed/tune/search.hpp"
+
+namespace gpufeed::cli {
+
+struct BuiltinTrialSetup {
+  loader::SampleSource* source = nullptr;
+  const std::vector<loader::SampleInfo>* samples = nullptr;
+  loader::SampleTransform* transform = nullptr;
+  loader::DeviceChoice device = loader::DeviceChoice::Host;
+  std::string step_ms = "0";  // each rank gets its own simulated step
+  int ranks = 1;
+  int batch_size = 32;
+  std::vector<std::vector<int>> rank_cpus;  // empty: workers not bound
+  std::uint64_t mem_budget_bytes = 0;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+class BuiltinTrialRunner final : public tune::TrialRunner {
+ public:
+  explicit BuiltinTrialRunner(BuiltinTrialSetup setup) : setup_(std::move(setup)) {}
+  tune::Trial run(const tune::Candidate& c, double seconds) override;
+
+ private:
+  BuiltinTrialSetup setup_;
+};
+
+struct ExecTrialSetup {
+  std::string command;  // with {num_workers} {prefetch_factor} {pin_memory} {batch_size}
+  std::string metric_regex;
+  int batch_size = 32;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// Fills the placeholders; a usage error for an unknown one.
+std::string expand_command(const std::string& command, const tune::Candidate& c, int batch_size);
+
+class ExecTrialRunner final : public tune::TrialRunner {
+ public:
+  explicit ExecTrialRunner(ExecTrialSetup setup);
+  tune::Trial run(const tune::Candidate& c, double seconds) override;
+
+ private:
+  ExecTrialSetup setup_;
+  std::regex metric_;
+};
+
+}  // namespace gpufeed::cli

@@ -1,0 +1,138 @@
+// The simulated step and the library-free transforms (basic_steps.hpp).
+#include "gpufeed/loader/basic_steps.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::loader {
+namespace {
+
+bool parse_ms(std::string_view text, double& out) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end && out >= 0;
+}
+
+class SleepStep final : public StepRunner {
+ public:
+  SleepStep(StepTime time, std::uint64_t seed) : time_(time), rng_(seed) {}
+  std::string describe() const override {
+    if (time_.spread_ms > 0) return fmt::format("simulated step {:g} ms ± {:g} ms", time_.mean_ms, time_.spread_ms);
+    return fmt::format("simulated step {:g} ms", time_.mean_ms);
+  }
+  void run(const StepInput&) override {
+    double ms = time_.mean_ms;
+    if (time_.spread_ms > 0) {
+      std::normal_distribution<double> dist(time_.mean_ms, time_.spread_ms);
+      ms = std::max(0.0, dist(rng_));
+    }
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+  }
+
+ private:
+  StepTime time_;
+  std::mt19937_64 rng_;
+};
+
+void copy_into_slot(std::span<const std::byte> in, std::span<std::byte> out) {
+  const std::size_t n = std::min(in.size(), out.size());
+  if (n) std::memcpy(out.data(), in.data(), n);
+  if (n < out.size()) std::memset(out.data() + n, 0, out.size() - n);
+}
+
+class CopyTransform : public SampleTransform {
+ public:
+  explicit CopyTransform(std::size_t slot_bytes) : slot_bytes_(slot_bytes) {}
+  std::string describe() const override { return "no decode (bytes copied into the batch)"; }
+  std::size_t output_bytes() const override { return slot_bytes_; }
+  std::vector<std::int64_t> sample_shape() const override { return {static_cast<std::int64_t>(slot_bytes_)}; }
+  void apply(const std::string&, std::span<const std::byte> in, std::span<std::byte> out) override {
+    copy_into_slot(in, out);
+  }
+
+ private:
+  std::size_t slot_bytes_;
+};
+
+// A fixed amount of CPU work, not a wall-clock spin: like a real decode, it
+// takes longer when workers outnumber cores. Calibrated once per process.
+volatile std::uint64_t g_sink = 0;
+
+std::uint64_t spin(std::uint64_t iterations) {
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (std::uint64_t i = 0; i < iterations; ++i) x = (x ^ (x >> 31)) * 0xBF58476D1CE4E5B9ull + i;
+  return x;
+}
+
+double iterations_per_us() {
+  static std::once_flag once;
+  static double rate = 0;
+  std::call_once(once, [] {
+    std::vector<double> rates;
+    constexpr std::uint64_t kProbe = 2'000'000;
+    for (int i = 0; i < 5; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      g_sink = g_sink + spin(kProbe);
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      rates.push_back(static_cast<double>(kProbe) / std::max(us, 1e-3));
+    }
+    std::sort(rates.begin(), rates.end());
+    rate = rates.back();  // the least disturbed probe
+  });
+  return rate;
+}
+
+class CpuCostTransform final : public CopyTransform {
+ public:
+  CpuCostTransform(std::size_t slot_bytes, double cpu_us)
+      : CopyTransform(slot_bytes), cpu_us_(cpu_us),
+        iterations_(static_cast<std::uint64_t>(cpu_us * iterations_per_us())) {}
+  std::string describe() const override { return fmt::format("{:g} us of CPU work per sample", cpu_us_); }
+  void apply(const std::string& key, std::span<const std::byte> in, std::span<std::byte> out) override {
+    g_sink = g_sink + spin(iterations_);
+    CopyTransform::apply(key, in, out);
+  }
+
+ private:
+  double cpu_us_;
+  std::uint64_t iterations_;
+};
+
+}  // namespace
+
+StepTime parse_step_time(const std::string& text) {
+  StepTime t;
+  const auto colon = text.find(':');
+  const std::string_view mean = std::string_view(text).substr(0, colon);
+  const bool ok = parse_ms(mean, t.mean_ms) &&
+                  (colon == std::string::npos || parse_ms(std::string_view(text).substr(colon + 1), t.spread_ms));
+  if (!ok) {
+    throw usage_error(fmt::format("--step-ms \"{}\" is not a step time", text),
+                      "give milliseconds, e.g. 40, or a mean and spread, e.g. 40:5");
+  }
+  return t;
+}
+
+std::unique_ptr<StepRunner> make_sleep_step(StepTime time, std::uint64_t seed) {
+  return std::make_unique<SleepStep>(time, seed);
+}
+
+std::unique_ptr<SampleTransform> make_copy_transform(std::size_t slot_bytes) {
+  return std::make_unique<CopyTransform>(slot_bytes);
+}
+
+std::unique_ptr<SampleTransform> make_cpu_cost_transform(std::size_t slot_bytes, double cpu_us) {
+  if (cpu_us <= 0) return make_copy_transform(slot_bytes);
+  return std::make_unique<CpuCostTransform>(slot_bytes, cpu_us);
+}
+
+}  // namespace gpufeed::loader

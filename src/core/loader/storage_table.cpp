@@ -1,0 +1,119 @@
+#include "gpufeed/loader/storage_table.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+namespace gpufeed::loader {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+double at(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+struct LevelRecorder {
+  std::mutex mu;
+  std::vector<double> stat, open, read;
+  std::uint64_t samples = 0, bytes = 0, errors = 0;
+};
+
+}  // namespace
+
+OpLatency summarise_latencies(std::vector<double> ms) {
+  OpLatency o;
+  if (ms.empty()) return o;
+  std::sort(ms.begin(), ms.end());
+  o.count = ms.size();
+  double sum = 0;
+  for (double v : ms) sum += v;
+  o.mean_ms = sum / static_cast<double>(ms.size());
+  o.p50_ms = at(ms, 0.50);
+  o.p95_ms = at(ms, 0.95);
+  o.p99_ms = at(ms, 0.99);
+  o.max_ms = ms.back();
+  return o;
+}
+
+StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>& samples,
+                             const StorageProbeOptions& options) {
+  StorageTable table;
+  table.source = source.describe();
+  table.storage_type = source.storage_type();
+  table.dataset_samples = samples.size();
+  for (const auto& s : samples) table.dataset_bytes += s.size;
+  if (samples.empty()) return table;
+
+  std::uint64_t cursor = 0;  // where the next level starts in the dataset
+  for (int c : options.concurrency) {
+    if (options.stop && options.stop->load()) break;
+    LevelRecorder rec;
+    std::atomic<std::uint64_t> next{0};
+    const auto start = Clock::now();
+    const auto deadline = start + options.per_level;
+    auto worker = [&] {
+      std::vector<std::byte> buffer;
+      std::vector<double> st, op, rd;
+      std::uint64_t n = 0, bytes = 0, errors = 0;
+      for (;;) {
+        const std::uint64_t i = next.fetch_add(1);
+        if (i >= options.max_samples_per_level || Clock::now() >= deadline) break;
+        if (options.stop && options.stop->load()) break;
+        const SampleInfo& s = samples[(cursor + i) % samples.size()];
+        try {
+          auto t = Clock::now();
+          source.stat(s);
+          st.push_back(ms_since(t));
+          t = Clock::now();
+          source.open(s);
+          op.push_back(ms_since(t));
+          t = Clock::now();
+          source.read(s, buffer);
+          rd.push_back(ms_since(t));
+          bytes += buffer.size();
+          ++n;
+        } catch (const SampleError&) {
+          ++errors;  // a bad sample is not a storage figure; counted
+        }
+      }
+      std::lock_guard lock(rec.mu);
+      rec.stat.insert(rec.stat.end(), st.begin(), st.end());
+      rec.open.insert(rec.open.end(), op.begin(), op.end());
+      rec.read.insert(rec.read.end(), rd.begin(), rd.end());
+      rec.samples += n;
+      rec.bytes += bytes;
+      rec.errors += errors;
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < c; ++t) threads.emplace_back(worker);
+    for (auto& t : threads) t.join();
+
+    StorageLevel level;
+    level.concurrency = c;
+    level.wall_s = ms_since(start) / 1e3;
+    level.stat = summarise_latencies(std::move(rec.stat));
+    level.open = summarise_latencies(std::move(rec.open));
+    std::sort(rec.read.begin(), rec.read.end());
+    level.read_ms = rec.read;
+    level.read = summarise_latencies(std::move(rec.read));
+    level.samples = rec.samples;
+    level.bytes = rec.bytes;
+    level.errors = rec.errors;
+    level.mb_per_s = level.wall_s > 0 ? static_cast<double>(rec.bytes) / 1e6 / level.wall_s : 0;
+    level.samples_per_s = level.wall_s > 0 ? static_cast<double>(rec.samples) / level.wall_s : 0;
+    const std::uint64_t used = std::min<std::uint64_t>(next.load(), options.max_samples_per_level);
+    cursor += used;
+    if (cursor > samples.size()) table.samples_reused = true;
+    if (options.on_level) options.on_level(level);
+    table.levels.push_back(level);
+  }
+  return table;
+}
+
+}  // namespace gpufeed::loader

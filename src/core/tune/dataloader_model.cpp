@@ -1,0 +1,323 @@
+// Little's-law bounds and the discrete-event simulation of DataLoader
+// semantics (dataloader_model.hpp, docs/tune.md).
+#include "gpufeed/tune/dataloader_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <numeric>
+#include <queue>
+#include <set>
+
+namespace gpufeed::tune {
+
+Distribution::Distribution(std::vector<double> values_ms) : values_(std::move(values_ms)) {
+  std::sort(values_.begin(), values_.end());
+  mean_ = values_.empty() ? 0 : std::accumulate(values_.begin(), values_.end(), 0.0) / static_cast<double>(values_.size());
+}
+
+Distribution Distribution::constant(double ms) { return Distribution({ms}); }
+
+Distribution Distribution::lognormal(double median_ms, double sigma, int n) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) {
+    // Mid-point quantiles: inverse normal CDF by bisection.
+    const double q = (i + 0.5) / n;
+    double lo = -10, hi = 10;
+    for (int k = 0; k < 60; ++k) {
+      const double mid = (lo + hi) / 2;
+      (0.5 * std::erfc(-mid / std::sqrt(2.0)) < q ? lo : hi) = mid;
+    }
+    v.push_back(median_ms * std::exp(sigma * (lo + hi) / 2));
+  }
+  return Distribution(std::move(v));
+}
+
+double Distribution::draw(std::mt19937_64& rng) const {
+  if (values_.empty()) return 0;
+  if (values_.size() == 1) return values_[0];
+  return values_[std::uniform_int_distribution<std::size_t>(0, values_.size() - 1)(rng)];
+}
+
+double Distribution::quantile(double q) const {
+  if (values_.empty()) return 0;
+  const double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(values_.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, values_.size() - 1);
+  return values_[lo] + (values_[hi] - values_[lo]) * (pos - static_cast<double>(lo));
+}
+
+const Distribution& StorageModel::at(int concurrency) const {
+  static const Distribution kZero;
+  if (levels.empty()) return kZero;
+  for (const auto& l : levels) {
+    if (l.concurrency >= concurrency) return l.latency;
+  }
+  return levels.back().latency;
+}
+
+std::string describe(const Candidate& c) {
+  return fmt::format("{} workers, prefetch {}, {}", c.workers, c.prefetch_factor, c.pin_memory ? "pinned" : "not pinned");
+}
+
+double littles_law_bound(const Workload& w, const NodeShape& node, const Candidate& c) {
+  // The lowest measured latency (one fetch at a time): an upper bound, since
+  // the store only slows down as concurrency rises.
+  const double fetch = w.storage.at(1).mean();
+  const double cpu = w.cpu_ms.mean();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double per_sample = fetch + cpu;
+  const double by_workers = per_sample > 0 ? c.workers / per_sample * 1e3 : inf;
+  const double by_cores = cpu > 0 ? node.worker_cores / node.ranks / cpu * 1e3 : inf;
+  const double by_step = w.step_ms.mean() > 0 ? w.batch_size / w.step_ms.mean() * 1e3 : inf;
+  double by_pin = inf;
+  if (c.pin_memory && w.pin_gb_per_s > 0 && w.batch_bytes > 0) {
+    by_pin = w.batch_size / (w.batch_bytes / (w.pin_gb_per_s * 1e6)) * 1e3;
+  }
+  return std::min({by_workers, by_cores, by_step, by_pin});
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+enum class EventKind { FetchDone, PinDone, StepDone };
+
+struct Event {
+  double time;
+  EventKind kind;
+  int id;  // worker (global) or rank
+  bool operator>(const Event& o) const { return time > o.time; }
+};
+
+struct Worker {
+  int rank = 0;
+  std::deque<std::uint64_t> queue;
+  bool busy = false;
+  std::uint64_t batch = 0;
+  int position = 0;
+};
+
+struct Rank {
+  std::uint64_t next_issue = 0;
+  int in_flight = 0;
+  std::set<std::uint64_t> built;   // by workers, not yet pinned
+  std::set<std::uint64_t> ready;   // pinned (or built, without pin_memory)
+  std::uint64_t next_pin = 0;
+  bool pin_busy = false;
+  std::uint64_t next_step = 0;
+  bool step_busy = false;
+  double asked_at = 0;
+  int steps_done = 0;
+  // Measured window.
+  double window_start = -1, window_end = 0, waited = 0;
+  double ready_sum = 0;
+  int ready_samples = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const Workload& w, const NodeShape& node, const Candidate& c, const SimOptions& o)
+      : w_(w), node_(node), c_(c), o_(o), rng_(o.seed),
+        warmup_(o.warmup_steps >= 0 ? o.warmup_steps : c.workers * c.prefetch_factor),
+        ranks_(static_cast<std::size_t>(node.ranks)),
+        workers_(static_cast<std::size_t>(node.ranks * c.workers)) {
+    for (std::size_t g = 0; g < workers_.size(); ++g) workers_[g].rank = static_cast<int>(g) / c.workers;
+  }
+
+  Prediction run() {
+    for (int r = 0; r < node_.ranks; ++r) {
+      for (int i = 0; i < c_.workers * c_.prefetch_factor; ++i) issue(r);
+    }
+    const int target = warmup_ + o_.steps;
+    while (!std::all_of(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return r.steps_done >= target; })) {
+      if (!advance()) break;  // nothing left to happen: cannot progress
+    }
+    return prediction();
+  }
+
+ private:
+  // --- time and the shared CPU (processor sharing) -----------------------------
+  double rate() const {
+    const auto n = static_cast<double>(cpu_.size());
+    return n > 0 ? std::min(1.0, node_.worker_cores / n) : 1.0;
+  }
+
+  bool advance() {
+    const double next_fixed = events_.empty() ? kInf : events_.top().time;
+    const double next_cpu = cpu_.empty() ? kInf : now_ + (cpu_.top().first - virtual_) / rate();
+    const double t = std::min(next_fixed, next_cpu);
+    if (t == kInf) return false;
+    virtual_ += (t - now_) * rate();
+    now_ = t;
+    if (next_cpu <= next_fixed) {
+      const int g = cpu_.top().second;
+      cpu_.pop();
+      sample_done(g);
+    } else {
+      const Event e = events_.top();
+      events_.pop();
+      switch (e.kind) {
+        case EventKind::FetchDone: fetch_done(e.id); break;
+        case EventKind::PinDone: pin_done(e.id); break;
+        case EventKind::StepDone: step_done(e.id); break;
+      }
+    }
+    return true;
+  }
+
+  // --- issuing: round-robin, at most prefetch x workers in flight -----------------
+  void issue(int r) {
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    const std::uint64_t batch = rank.next_issue++;
+    const int g = r * c_.workers + static_cast<int>(batch % static_cast<std::uint64_t>(c_.workers));
+    workers_[static_cast<std::size_t>(g)].queue.push_back(batch);
+    ++rank.in_flight;
+    start_next_batch(g);
+  }
+
+  // --- workers: whole batches, one sample after another ---------------------------
+  void start_next_batch(int g) {
+    Worker& wk = workers_[static_cast<std::size_t>(g)];
+    if (wk.busy || wk.queue.empty()) return;
+    wk.busy = true;
+    wk.batch = wk.queue.front();
+    wk.queue.pop_front();
+    wk.position = 0;
+    start_fetch(g);
+  }
+
+  void start_fetch(int g) {
+    ++outstanding_fetches_;
+    const double latency = w_.storage.at(outstanding_fetches_).draw(rng_);
+    events_.push({now_ + latency, EventKind::FetchDone, g});
+  }
+
+  void fetch_done(int g) {
+    --outstanding_fetches_;
+    const double work = w_.cpu_ms.draw(rng_);
+    if (work <= 0) {
+      sample_done(g);
+      return;
+    }
+    cpu_.push({virtual_ + work, g});
+  }
+
+  void sample_done(int g) {
+    Worker& wk = workers_[static_cast<std::size_t>(g)];
+    if (++wk.position < w_.batch_size) {
+      start_fetch(g);
+      return;
+    }
+    wk.busy = false;
+    ranks_[static_cast<std::size_t>(wk.rank)].built.insert(wk.batch);
+    start_next_batch(g);
+    try_pin(wk.rank);
+    try_step(wk.rank);
+  }
+
+  // --- the main process: pin thread, then the step, in batch order -----------------
+  void try_pin(int r) {
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    while (!rank.pin_busy && rank.built.count(rank.next_pin)) {
+      rank.built.erase(rank.next_pin);
+      const double cost = c_.pin_memory && w_.pin_gb_per_s > 0 ? w_.batch_bytes / (w_.pin_gb_per_s * 1e6) : 0;
+      if (cost > 0) {
+        rank.pin_busy = true;
+        events_.push({now_ + cost, EventKind::PinDone, r});
+        return;
+      }
+      rank.ready.insert(rank.next_pin++);
+    }
+  }
+
+  void pin_done(int r) {
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    rank.pin_busy = false;
+    rank.ready.insert(rank.next_pin++);
+    try_pin(r);
+    try_step(r);
+  }
+
+  void try_step(int r) {
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    if (rank.step_busy || !rank.ready.count(rank.next_step)) return;
+    rank.ready.erase(rank.next_step);
+    const bool measured = rank.steps_done >= warmup_ && rank.steps_done < warmup_ + o_.steps;
+    if (measured) {
+      if (rank.window_start < 0) rank.window_start = rank.asked_at;
+      rank.waited += now_ - rank.asked_at;
+    }
+    ++rank.next_step;
+    rank.step_busy = true;
+    --rank.in_flight;
+    issue(r);
+    const double penalty = c_.pin_memory ? 0 : w_.pageable_h2d_penalty_ms;
+    events_.push({now_ + w_.step_ms.draw(rng_) + penalty, EventKind::StepDone, r});
+  }
+
+  void step_done(int r) {
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    rank.step_busy = false;
+    ++rank.steps_done;
+    if (rank.steps_done == warmup_ + o_.steps) rank.window_end = now_;
+    rank.asked_at = now_;
+    if (rank.steps_done >= warmup_ && rank.steps_done < warmup_ + o_.steps) {
+      rank.ready_sum += static_cast<double>(rank.ready.size() + rank.built.size());
+      ++rank.ready_samples;
+    }
+    try_step(r);
+  }
+
+  Prediction prediction() const {
+    Prediction p;
+    p.candidate = c_;
+    p.bound_samples_per_s = littles_law_bound(w_, node_, c_);
+    p.pinned_bytes = static_cast<std::uint64_t>(node_.ranks * c_.workers * c_.prefetch_factor * w_.batch_bytes);
+    double rate_sum = 0, starvation_sum = 0, ready_sum = 0;
+    for (const auto& rank : ranks_) {
+      const double window = rank.window_end - rank.window_start;
+      const double samples = static_cast<double>(o_.steps) * w_.batch_size;
+      rate_sum += window > 0 ? samples / window * 1e3 : p.bound_samples_per_s;
+      starvation_sum += window > 0 ? rank.waited / window : 0;
+      ready_sum += rank.ready_samples ? rank.ready_sum / rank.ready_samples : 0;
+    }
+    const auto n = static_cast<double>(ranks_.size());
+    p.samples_per_s = rate_sum / n;
+    p.node_samples_per_s = rate_sum;
+    p.starvation = starvation_sum / n;
+    p.mean_ready = ready_sum / n;
+    return p;
+  }
+
+  const Workload& w_;
+  const NodeShape& node_;
+  const Candidate c_;
+  const SimOptions& o_;
+  std::mt19937_64 rng_;
+  const int warmup_;
+  std::vector<Rank> ranks_;
+  std::vector<Worker> workers_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  // CPU jobs keyed by the virtual time at which their work is done.
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> cpu_;
+  double now_ = 0;
+  double virtual_ = 0;
+  int outstanding_fetches_ = 0;
+};
+
+}  // namespace
+
+Prediction simulate(const Workload& w, const NodeShape& node, const Candidate& c, const SimOptions& options) {
+  if (c.workers < 1 || c.prefetch_factor < 1 || node.ranks < 1 || w.batch_size < 1 || node.worker_cores <= 0) {
+    Prediction p;
+    p.candidate = c;
+    return p;
+  }
+  return Simulation(w, node, c, options).run();
+}
+
+}  // namespace gpufeed::tune

@@ -1,0 +1,197 @@
+// Model-guided and grid search over DataLoader configs (search.hpp).
+#include "gpufeed/tune/search.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <tuple>
+
+namespace gpufeed::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+auto key(const Candidate& c) { return std::make_tuple(c.workers, c.prefetch_factor, c.pin_memory); }
+
+// Index of `value` in `list`, or -1.
+template <typename T>
+int index_of(const std::vector<T>& list, const T& value) {
+  const auto it = std::find(list.begin(), list.end(), value);
+  return it == list.end() ? -1 : static_cast<int>(it - list.begin());
+}
+
+class TrialLog {
+ public:
+  TrialLog(TrialRunner& runner, const SearchOptions& options) : runner_(runner), options_(options), start_(Clock::now()) {}
+
+  // False when the budget or the stop flag says no more trials.
+  bool may_run(double seconds) const {
+    if (options_.stop && options_.stop->load()) return false;
+    if (options_.budget_seconds <= 0) return true;
+    const double spent = std::chrono::duration<double>(Clock::now() - start_).count();
+    return spent + seconds <= options_.budget_seconds;
+  }
+
+  std::optional<Trial> run(const Candidate& c, double seconds, int round) {
+    if (!may_run(seconds)) {
+      result.stopped_early = true;
+      return std::nullopt;
+    }
+    Trial t = runner_.run(c, seconds);
+    t.candidate = c;
+    t.round = round;
+    result.trials.push_back(t);
+    result.trial_seconds += t.seconds;
+    if (options_.on_trial) {
+      const auto best = choose(result.trials, options_.tolerance);
+      options_.on_trial(t, best ? std::optional<Trial>(best->best) : std::nullopt);
+    }
+    return t;
+  }
+
+  SearchResult result;
+
+ private:
+  TrialRunner& runner_;
+  const SearchOptions& options_;
+  Clock::time_point start_;
+};
+
+}  // namespace
+
+std::vector<Candidate> SearchSpace::candidates() const {
+  std::vector<Candidate> out;
+  for (int w : workers) {
+    for (int p : prefetch) {
+      for (bool pin : pin_memory) out.push_back({w, p, pin});
+    }
+  }
+  return out;
+}
+
+SearchSpace default_space(int max_workers, bool both_pin) {
+  SearchSpace s;
+  for (int w : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}) {
+    if (w <= std::max(1, max_workers)) s.workers.push_back(w);
+  }
+  s.prefetch = {1, 2, 4, 8};
+  s.pin_memory = both_pin ? std::vector<bool>{true, false} : std::vector<bool>{true};
+  return s;
+}
+
+bool cheaper(const Candidate& a, const Candidate& b) {
+  if (a.workers != b.workers) return a.workers < b.workers;
+  if (a.prefetch_factor != b.prefetch_factor) return a.prefetch_factor < b.prefetch_factor;
+  return !a.pin_memory && b.pin_memory;
+}
+
+std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k) {
+  std::vector<Prediction> ranked = predictions;
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Prediction& a, const Prediction& b) {
+    if (a.samples_per_s != b.samples_per_s) return a.samples_per_s > b.samples_per_s;
+    return cheaper(a.candidate, b.candidate);
+  });
+  std::vector<Candidate> out;
+  auto add = [&](const Candidate& c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  std::vector<int> worker_counts;  // one pick per worker count keeps the shortlist diverse
+  for (const auto& prediction : ranked) {
+    if (static_cast<int>(worker_counts.size()) >= k) break;
+    const Candidate c = prediction.candidate;
+    if (std::find(worker_counts.begin(), worker_counts.end(), c.workers) != worker_counts.end()) continue;
+    worker_counts.push_back(c.workers);
+    add(c);
+    const int wi = index_of(space.workers, c.workers);
+    const int pi = index_of(space.prefetch, c.prefetch_factor);
+    // Neighbours: one step fewer and more workers, one step less and more prefetch.
+    for (int d : {-1, 1}) {
+      const int w = wi + d;
+      if (wi >= 0 && w >= 0 && w < static_cast<int>(space.workers.size())) {
+        add({space.workers[static_cast<std::size_t>(w)], c.prefetch_factor, c.pin_memory});
+      }
+      const int p = pi + d;
+      if (pi >= 0 && p >= 0 && p < static_cast<int>(space.prefetch.size())) {
+        add({c.workers, space.prefetch[static_cast<std::size_t>(p)], c.pin_memory});
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance) {
+  // The latest (longest) round of each candidate speaks for it.
+  std::map<std::tuple<int, int, bool>, Trial> latest;
+  for (const auto& t : trials) {
+    if (!t.ok) continue;
+    auto [it, inserted] = latest.emplace(key(t.candidate), t);
+    if (!inserted && t.round >= it->second.round) it->second = t;
+  }
+  if (latest.empty()) return std::nullopt;
+  // Compare like with like: only the highest round reached, when it has any.
+  int top_round = 0;
+  for (const auto& [k, t] : latest) top_round = std::max(top_round, t.round);
+  std::vector<Trial> pool;
+  for (const auto& [k, t] : latest) {
+    if (t.round == top_round) pool.push_back(t);
+  }
+  const Trial best = *std::max_element(pool.begin(), pool.end(), [](const Trial& a, const Trial& b) {
+    return a.samples_per_s < b.samples_per_s;
+  });
+  Trial chosen = best;
+  for (const auto& t : pool) {
+    if (t.samples_per_s >= (1 - tolerance) * best.samples_per_s && cheaper(t.candidate, chosen.candidate)) chosen = t;
+  }
+  Choice c{chosen, best, {}};
+  if (key(chosen.candidate) == key(best.candidate)) {
+    c.reason = fmt::format("{} measured the highest throughput, {:.0f} samples/s per rank, and no cheaper config came "
+                           "within {:g}% of it",
+                           describe(chosen.candidate), best.samples_per_s, tolerance * 100);
+  } else {
+    c.reason = fmt::format("{} measured {:.0f} samples/s per rank, within {:g}% of the best ({}: {:.0f}/s), "
+                           "with {} workers instead of {} and prefetch {} instead of {}",
+                           describe(chosen.candidate), chosen.samples_per_s, tolerance * 100, describe(best.candidate),
+                           best.samples_per_s, chosen.candidate.workers, best.candidate.workers,
+                           chosen.candidate.prefetch_factor, best.candidate.prefetch_factor);
+  }
+  return c;
+}
+
+SearchResult model_search(const std::vector<Prediction>& predictions, const SearchSpace& space, TrialRunner& runner,
+                          const SearchOptions& options) {
+  TrialLog log(runner, options);
+  // Round 1: the shortlist, briefly.
+  std::vector<Trial> first;
+  for (const auto& c : shortlist(predictions, space, options.shortlist)) {
+    auto t = log.run(c, options.first_round_seconds, 1);
+    if (!t) break;
+    if (t->ok) first.push_back(*t);
+  }
+  // Round 2: full trials for those near the round-1 best (losers stop here).
+  if (!first.empty()) {
+    std::sort(first.begin(), first.end(), [](const Trial& a, const Trial& b) { return a.samples_per_s > b.samples_per_s; });
+    const double cut = first.front().samples_per_s * (1 - std::max(0.10, 3 * options.tolerance));
+    std::vector<Candidate> finalists;
+    for (const auto& t : first) {
+      if (t.samples_per_s >= cut && finalists.size() < 4) finalists.push_back(t.candidate);
+    }
+    for (const auto& c : finalists) {
+      if (!log.run(c, options.trial_seconds, 2)) break;
+    }
+  }
+  log.result.choice = choose(log.result.trials, options.tolerance);
+  return log.result;
+}
+
+SearchResult grid_search(const SearchSpace& space, TrialRunner& runner, const SearchOptions& options) {
+  TrialLog log(runner, options);
+  for (const auto& c : space.candidates()) {
+    if (!log.run(c, options.trial_seconds, 2)) break;
+  }
+  log.result.choice = choose(log.result.trials, options.tolerance);
+  return log.result;
+}
+
+}  // namespace gpufeed::tune

@@ -1,0 +1,23 @@
+# The S3 store (src/s3). Unit: URL and query encoding, XML, backoff,
+# credentials and configuration, without a server. System: against s3rver
+# (skipped with the install command when it is missing), through the fault
+# proxy, and the SigV4 signature against botocore's reference signer.
+find_package(CURL REQUIRED)
+
+gpufeed_test_suite(gpufeed_s3_unit_tests unit
+  unit/s3_config_test.cpp
+  unit/s3_retry_test.cpp
+  unit/s3_url_test.cpp
+  unit/s3_xml_test.cpp)
+target_link_libraries(gpufeed_s3_unit_tests PRIVATE gpufeed_s3 CURL::libcurl)
+target_include_directories(gpufeed_s3_unit_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/s3)
+
+gpufeed_test_suite(gpufeed_s3_system_tests system
+  support/fault_proxy.cpp
+  support/s3rver.cpp
+  system/s3_faults_test.cpp
+  system/s3_secrets_test.cpp
+  system/s3_signing_test.cpp
+  system/s3_store_test.cpp)
+target_link_libraries(gpufeed_s3_system_tests PRIVATE gpufeed_s3 CURL::libcurl)
+target_include_directories(gpufeed_s3_system_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/s3)

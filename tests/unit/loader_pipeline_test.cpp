@@ -1,0 +1,264 @@
+// The built-in loader's PyTorch DataLoader semantics, on fakes: order,
+// exactly-once per epoch, round-robin whole batches, the in-flight bound,
+// io_depth, bad samples, the memory budget and stopping.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gpufeed/loader/basic_steps.hpp"
+#include "gpufeed/loader/batch_order.hpp"
+#include "gpufeed/loader/pipeline.hpp"
+#include "support/fake_loader.hpp"
+
+namespace gpufeed::loader {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeDevice;
+using testing::FakeSource;
+using testing::RecordingStep;
+
+struct Harness {
+  explicit Harness(std::size_t samples, std::chrono::microseconds latency = {}, std::chrono::microseconds step = {})
+      : source(samples, latency), step_runner(step), transform(make_copy_transform(16)), listed(source.list()) {}
+  LoaderFigures run(LoaderConfig config, RunLimits limits, RunHooks hooks = {}) {
+    LoaderRun r{source, listed, *transform, device, step_runner, config, limits, hooks};
+    return run_loader(r);
+  }
+  FakeSource source;
+  FakeDevice device;
+  RecordingStep step_runner;
+  std::unique_ptr<SampleTransform> transform;
+  std::vector<SampleInfo> listed;
+};
+
+RunLimits batches(std::uint64_t n, std::optional<std::uint64_t> warmup = std::nullopt) {
+  RunLimits limits;
+  limits.batches = n;
+  limits.warmup_batches = warmup;
+  return limits;
+}
+
+LoaderConfig config(int workers, int prefetch, int batch) {
+  LoaderConfig c;
+  c.workers = workers;
+  c.prefetch_factor = prefetch;
+  c.batch_size = batch;
+  return c;
+}
+
+TEST(BatchOrder, SequentialBatchesCoverTheEpochOnceAndDropTheRemainder) {
+  BatchOrder order(10, 3, /*drop_last=*/true, /*shuffle=*/false, 0);
+  EXPECT_EQ(order.batches_per_epoch(), 3u);
+  EXPECT_EQ(order.batch(0), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(order.batch(2), (std::vector<std::size_t>{6, 7, 8}));
+  EXPECT_EQ(order.batch(3), (std::vector<std::size_t>{0, 1, 2}));  // epoch 1
+  EXPECT_EQ(order.epoch_of(5), 1u);
+  BatchOrder keep(10, 3, false, false, 0);
+  EXPECT_EQ(keep.batches_per_epoch(), 4u);
+  EXPECT_EQ(keep.batch(3), (std::vector<std::size_t>{9}));
+}
+
+TEST(BatchOrder, ShuffleIsAPermutationPerEpochAndReproducible) {
+  BatchOrder a(100, 10, true, true, 42), b(100, 10, true, true, 42);
+  for (std::uint64_t epoch = 0; epoch < 3; ++epoch) {
+    std::multiset<std::size_t> seen;
+    for (std::uint64_t k = 0; k < 10; ++k) {
+      const auto batch = a.batch(epoch * 10 + k);
+      EXPECT_EQ(batch, b.batch(epoch * 10 + k));
+      seen.insert(batch.begin(), batch.end());
+    }
+    EXPECT_EQ(seen.size(), 100u);
+    EXPECT_EQ(std::set<std::size_t>(seen.begin(), seen.end()).size(), 100u) << "epoch " << epoch;
+  }
+  EXPECT_NE(a.batch(0), a.batch(10)) << "each epoch has its own order";
+}
+
+TEST(Pipeline, DeliversBatchesInOrderAndEverySampleOncePerEpoch) {
+  Harness h(64);
+  const auto f = h.run(config(4, 2, 8), batches(16));  // two epochs of 8 batches
+  ASSERT_EQ(h.step_runner.batches.size(), 16u);
+  for (std::size_t k = 0; k < 16; ++k) {
+    for (std::size_t j = 0; j < 8; ++j) EXPECT_EQ(h.step_runner.batches[k][j], (k % 8) * 8 + j) << "batch " << k;
+  }
+  EXPECT_EQ(f.total_batches, 16u);
+  EXPECT_EQ(f.epochs_started, 2u);
+}
+
+TEST(Pipeline, EachWorkerBuildsWholeBatchesRoundRobin) {
+  Harness h(96);
+  h.run(config(3, 2, 8), batches(12));
+  const auto readers = h.source.readers();
+  std::vector<std::thread::id> builder(12);
+  for (std::size_t k = 0; k < 12; ++k) {
+    builder[k] = readers.at(k * 8);
+    for (std::size_t j = 1; j < 8; ++j) EXPECT_EQ(readers.at(k * 8 + j), builder[k]) << "batch " << k << " split";
+  }
+  for (std::size_t k = 3; k < 12; ++k) EXPECT_EQ(builder[k], builder[k - 3]) << "batch " << k;
+  EXPECT_NE(builder[0], builder[1]);
+  EXPECT_NE(builder[1], builder[2]);
+}
+
+TEST(Pipeline, InFlightBatchesNeverExceedPrefetchTimesWorkers) {
+  Harness h(4096, 100us, 2ms);  // a slow step lets workers run ahead as far as allowed
+  const auto f = h.run(config(3, 2, 4), batches(40));
+  EXPECT_EQ(f.max_in_flight, 6);
+  for (const auto& q : f.queue) EXPECT_LE(q.in_flight, 6);
+  // Reads happen only for issued batches: at most 40 consumed + 6 in flight.
+  EXPECT_LE(h.source.reads().size(), (40u + 6u) * 4u);
+}
+
+TEST(Pipeline, WorkersReadOneSampleAtATimeUnlessIoDepthAllowsMore) {
+  {
+    Harness h(256, 2ms);
+    h.run(config(2, 2, 8), batches(6));
+    EXPECT_LE(h.source.max_concurrent(), 2);
+  }
+  {
+    Harness h(256, 2ms);
+    auto c = config(2, 2, 8);
+    c.io_depth = 4;
+    h.run(c, batches(6));
+    EXPECT_GT(h.source.max_concurrent(), 2);
+    EXPECT_LE(h.source.max_concurrent(), 8);
+    for (std::size_t k = 0; k < 6; ++k) {
+      for (std::size_t j = 0; j < 8; ++j) EXPECT_EQ(h.step_runner.batches[k][j], k * 8 + j);
+    }
+  }
+}
+
+TEST(Pipeline, BadSampleStopsTheRunNamingTheSample) {
+  Harness h(64);
+  h.source.mark_bad(13);
+  try {
+    h.run(config(2, 2, 4), batches(10));
+    FAIL() << "expected a SampleError";
+  } catch (const SampleError& e) {
+    EXPECT_EQ(e.key(), "s/13");
+    EXPECT_NE(std::string(e.what()).find("s/13"), std::string::npos);
+  }
+}
+
+TEST(Pipeline, SkipBadCountsBadSamplesAndGoesOn) {
+  Harness h(64);
+  h.source.mark_bad(13);
+  h.source.mark_bad(14);
+  auto c = config(2, 2, 4);
+  c.skip_bad = true;
+  const auto f = h.run(c, batches(8, 0));
+  EXPECT_EQ(f.bad_samples, 2u);
+  EXPECT_EQ(f.samples, 30u);  // 8 batches x 4 - 2
+  ASSERT_FALSE(f.bad_sample_keys.empty());
+  EXPECT_NE(f.bad_sample_keys[0].find("s/13"), std::string::npos);
+}
+
+TEST(Pipeline, RefusesAConfigOverTheMemoryBudgetWithTheFormula) {
+  Harness h(64);
+  auto c = config(8, 4, 16);
+  c.mem_budget_bytes = 4096;  // 8 x 4 x 16 x 16 B = 8 KiB
+  try {
+    h.run(c, batches(1));
+    FAIL() << "expected a usage error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    EXPECT_NE(std::string(e.what()).find("8 workers x 4 prefetch x 16 samples x 16 B = 8 KiB"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(h.device.pinned_bytes(), 0u) << "nothing allocated for a refused config";
+}
+
+TEST(Pipeline, PinnedMemoryIsAccountedAndReturned) {
+  Harness h(64);
+  const auto f = h.run(config(2, 3, 4), batches(4));
+  EXPECT_EQ(f.pinned_bytes, 2u * 3u * 4u * 16u);
+  EXPECT_TRUE(f.page_locked);
+  EXPECT_EQ(h.device.pinned_bytes(), 0u);
+}
+
+TEST(Pipeline, RejectsEmptyDatasetsAndDatasetsSmallerThanABatch) {
+  Harness empty(0);
+  EXPECT_THROW(empty.run(config(1, 1, 4), batches(1)), Error);
+  Harness small(3);
+  EXPECT_THROW(small.run(config(1, 1, 4), batches(1)), Error);
+  Harness h(16);
+  EXPECT_THROW(h.run(config(0, 1, 4), batches(1)), Error);
+  EXPECT_THROW(h.run(config(1, 1, 4), {}), Error) << "a run with no end";
+}
+
+TEST(Pipeline, StopFlagEndsTheRunAndKeepsTheFigures) {
+  Harness h(1 << 16, 1ms);
+  std::atomic<bool> stop{false};
+  RunHooks hooks;
+  hooks.stop = &stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(200ms);
+    stop = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto f = h.run(config(2, 2, 4), {}, hooks);
+  stopper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_TRUE(f.stopped_early);
+  EXPECT_GT(f.total_batches, 0u);
+}
+
+TEST(Pipeline, WorkerStartHookRunsOncePerWorker) {
+  Harness h(64);
+  std::mutex mu;
+  std::set<int> started;
+  RunHooks hooks;
+  hooks.on_worker_start = [&](int w) {
+    std::lock_guard lock(mu);
+    started.insert(w);
+  };
+  h.run(config(3, 1, 4), batches(3), hooks);
+  EXPECT_EQ(started, (std::set<int>{0, 1, 2}));
+}
+
+TEST(Pipeline, AFailingHookStopsTheRunWithItsError) {
+  Harness h(64);
+  RunHooks hooks;
+  hooks.on_worker_start = [](int) { throw runtime_error("cannot bind"); };
+  EXPECT_THROW(h.run(config(2, 1, 4), batches(3), hooks), Error);
+}
+
+// Little's law with constant latency: W workers, t per sample, batch B and a
+// free step deliver W / t samples/s. Sleep-based, so cores do not limit it;
+// the bound is loose because sleeps overshoot on a busy machine.
+TEST(Pipeline, ThroughputFollowsLittlesLawWhenWorkersAreTheLimit) {
+  Harness h(1 << 14, 2ms);
+  const auto f = h.run(config(4, 2, 4), batches(120));
+  const double expected = 4 / 0.002;
+  EXPECT_GT(f.samples_per_s, 0.6 * expected);
+  EXPECT_LT(f.samples_per_s, 1.05 * expected);
+  EXPECT_GT(f.starvation, 0.8) << "the step takes no time: the loop waits for data";
+}
+
+TEST(Pipeline, AWellFedStepHardlyWaits) {
+  Harness h(1 << 14, 100us, 10ms);
+  const auto f = h.run(config(4, 2, 4), batches(40));
+  EXPECT_LT(f.starvation, 0.1);
+  EXPECT_GT(f.mean_ready, 1.0);
+}
+
+TEST(BasicSteps, StepTimeParsesMeanAndSpread) {
+  EXPECT_EQ(parse_step_time("40").mean_ms, 40);
+  EXPECT_EQ(parse_step_time("40:5").spread_ms, 5);
+  EXPECT_THROW(parse_step_time("fast"), Error);
+  EXPECT_THROW(parse_step_time("-3"), Error);
+  EXPECT_THROW(parse_step_time("40:"), Error);
+}
+
+TEST(BasicSteps, CopyTransformPadsAndTruncates) {
+  auto t = make_copy_transform(4);
+  std::vector<std::byte> out(4, std::byte{0xff});
+  const std::vector<std::byte> two{std::byte{1}, std::byte{2}};
+  t->apply("k", two, out);
+  EXPECT_EQ(out, (std::vector<std::byte>{std::byte{1}, std::byte{2}, std::byte{0}, std::byte{0}}));
+  const std::vector<std::byte> six(6, std::byte{7});
+  t->apply("k", six, out);
+  EXPECT_EQ(out, std::vector<std::byte>(4, std::byte{7}));
+}
+
+}  // namespace
+}  // namespace gpufeed::loader

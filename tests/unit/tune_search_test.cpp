@@ -1,0 +1,146 @@
+// The search on scripted measurements: which trials run, what wins and why.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+
+#include "gpufeed/tune/search.hpp"
+
+namespace gpufeed::tune {
+namespace {
+
+// Throughput from a formula of the candidate; records every trial.
+class ScriptedRunner final : public TrialRunner {
+ public:
+  explicit ScriptedRunner(std::function<double(const Candidate&)> f) : f_(std::move(f)) {}
+  Trial run(const Candidate& c, double seconds) override {
+    calls.push_back({c, seconds});
+    Trial t;
+    t.samples_per_s = f_(c);
+    t.seconds = seconds;
+    t.ok = t.samples_per_s > 0;
+    if (!t.ok) t.note = "failed";
+    return t;
+  }
+  std::vector<std::pair<Candidate, double>> calls;
+
+ private:
+  std::function<double(const Candidate&)> f_;
+};
+
+// Saturates at 8 workers (1000/s), prefetch helps a little up to 4.
+double plateau(const Candidate& c) {
+  return std::min(c.workers, 8) * 125.0 * (c.prefetch_factor >= 4 ? 1.0 : 0.99);
+}
+
+std::vector<Prediction> predict(const SearchSpace& space, const std::function<double(const Candidate&)>& f) {
+  std::vector<Prediction> out;
+  for (const auto& c : space.candidates()) out.push_back({c, f(c), f(c), 0, 0, 0, 0});
+  return out;
+}
+
+TEST(Search, DefaultSpaceStopsAtTheWorkerLimit) {
+  const auto s = default_space(10);
+  EXPECT_EQ(s.workers, (std::vector<int>{1, 2, 3, 4, 6, 8}));
+  EXPECT_EQ(s.prefetch, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(s.candidates().size(), 24u);
+  EXPECT_EQ(default_space(4, true).candidates().size(), 32u);
+}
+
+TEST(Search, CheaperMeansFewerWorkersThenLessPrefetch) {
+  EXPECT_TRUE(cheaper({4, 8, true}, {6, 1, true}));
+  EXPECT_TRUE(cheaper({4, 1, true}, {4, 2, true}));
+  EXPECT_TRUE(cheaper({4, 2, false}, {4, 2, true}));
+  EXPECT_FALSE(cheaper({4, 2, true}, {4, 2, true}));
+}
+
+TEST(Search, ChooseTakesTheCheapestWithinTheTolerance) {
+  std::vector<Trial> trials = {
+      {{12, 4, true}, 1000, 0, 10, 2, "", true},
+      {{8, 2, true}, 985, 0, 10, 2, "", true},  // within 2%
+      {{6, 2, true}, 900, 0, 10, 2, "", true},
+      {{4, 1, true}, 2000, 0, 3, 1, "", true},  // a short round does not compete with full ones
+  };
+  const auto c = choose(trials, 0.02);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->best.candidate, (Candidate{12, 4, true}));
+  EXPECT_EQ(c->chosen.candidate, (Candidate{8, 2, true}));
+  EXPECT_NE(c->reason.find("within 2%"), std::string::npos) << c->reason;
+  EXPECT_NE(c->reason.find("8 workers instead of 12"), std::string::npos) << c->reason;
+  EXPECT_FALSE(choose({}, 0.02));
+  Trial failed{{2, 2, true}, 0, 0, 1, 2, "crashed", false};
+  EXPECT_FALSE(choose({failed}, 0.02));
+}
+
+TEST(Search, ShortlistHasTheTopPredictionsAndTheirNeighbours) {
+  const auto space = default_space(16);
+  const auto list = shortlist(predict(space, plateau), space, 1);
+  // Best predicted (ties to cheaper): 8 workers, prefetch 4.
+  ASSERT_FALSE(list.empty());
+  EXPECT_EQ(list[0], (Candidate{8, 4, true}));
+  auto has = [&](Candidate c) { return std::find(list.begin(), list.end(), c) != list.end(); };
+  EXPECT_TRUE(has({6, 4, true}));
+  EXPECT_TRUE(has({12, 4, true}));
+  EXPECT_TRUE(has({8, 2, true}));
+  EXPECT_TRUE(has({8, 8, true}));
+  EXPECT_EQ(list.size(), 5u);
+}
+
+TEST(Search, ModelSearchFindsTheGridsAnswerWithFewerTrials) {
+  const auto space = default_space(16);
+  ScriptedRunner grid_runner(plateau), model_runner(plateau);
+  SearchOptions o;
+  const auto grid = grid_search(space, grid_runner, o);
+  const auto model = model_search(predict(space, plateau), space, model_runner, o);
+  ASSERT_TRUE(grid.choice && model.choice);
+  EXPECT_EQ(grid.choice->chosen.candidate, (Candidate{8, 1, true}));
+  EXPECT_GE(model.choice->chosen.samples_per_s, 0.98 * grid.choice->best.samples_per_s);
+  EXPECT_EQ(grid_runner.calls.size(), space.candidates().size());
+  EXPECT_LT(model.trial_seconds, 0.5 * grid.trial_seconds);
+}
+
+TEST(Search, AWrongModelIsCorrectedByTrials) {
+  // The model believes more workers always help; trials show 4 is the knee.
+  const auto space = default_space(16);
+  auto truth = [](const Candidate& c) { return std::min(c.workers, 4) * 100.0 - c.workers; };
+  auto wrong = [](const Candidate& c) { return c.workers * 100.0; };
+  ScriptedRunner runner(truth);
+  SearchOptions o;
+  o.shortlist = 4;
+  const auto r = model_search(predict(space, wrong), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  // The shortlist spans 16, 12, 8 and 6 workers (one pick per count) and
+  // their neighbours, 4 among them: trials find the knee.
+  EXPECT_EQ(r.choice->chosen.candidate.workers, 4);
+}
+
+TEST(Search, TheBudgetStopsTrialsAndKeepsTheBestSoFar) {
+  const auto space = default_space(16);
+  ScriptedRunner runner(plateau);
+  SearchOptions o;
+  o.budget_seconds = 0.0001;  // not even one trial fits
+  const auto r = grid_search(space, runner, o);
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_TRUE(runner.calls.empty());
+  EXPECT_FALSE(r.choice);
+}
+
+TEST(Search, TheStopFlagEndsTheSearch) {
+  const auto space = default_space(16);
+  std::atomic<bool> stop{false};
+  int seen = 0;
+  ScriptedRunner runner(plateau);
+  SearchOptions o;
+  o.stop = &stop;
+  o.on_trial = [&](const Trial&, const std::optional<Trial>& best) {
+    EXPECT_TRUE(best.has_value());
+    if (++seen == 3) stop = true;
+  };
+  const auto r = grid_search(space, runner, o);
+  EXPECT_EQ(runner.calls.size(), 3u);
+  EXPECT_TRUE(r.stopped_early);
+  ASSERT_TRUE(r.choice) << "the best so far is still chosen";
+}
+
+}  // namespace
+}  // namespace gpufeed::tune
