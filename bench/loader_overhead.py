@@ -39,10 +39,7 @@ class Files(Dataset):
         with open(files[i], 'rb') as f:
             return torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
 def collate(batch):
-    # Fixed-size slots like gpufeed's --decode none (files differ by a few bytes).
-    out = torch.zeros(len(batch), max(len(b) for b in batch), dtype=torch.uint8)
-    for i, b in enumerate(batch): out[i, :len(b)] = b
-    return out
+    return torch.stack(batch)  # like gpufeed's --decode none: the bytes, one row per sample
 loader = DataLoader(Files(), batch_size=32, num_workers=workers, prefetch_factor=2,
                     persistent_workers=True, collate_fn=collate, drop_last=True)
 warm, n, start = 2 * workers, 0, None
@@ -56,14 +53,33 @@ print(f"samples/s: {n / (time.monotonic() - start):.1f}")
 """
 
 
-def make_files(root, count, size):
+def fio_job(root, workers, count, size, seconds):
+    """W jobs, each with its own share of the files (fio names them rW.0.N)."""
+    per_job = count // workers
+    return "\n".join([
+        "[global]", f"directory={root}", "ioengine=psync", "rw=read", f"bs={size}", f"filesize={size}",
+        f"nrfiles={per_job}", f"size={per_job * size}", "file_service_type=sequential", "openfiles=1",
+        "invalidate=0", "group_reporting", "time_based", f"runtime={seconds}",
+    ] + [f"[r{w}]" for w in range(workers)]) + "\n"
+
+
+def run_fio(job):
+    with tempfile.NamedTemporaryFile("w", suffix=".fio", delete=False) as f:
+        f.write(job)
+        path = f.name
+    try:
+        r = subprocess.run(["fio", "--output-format=json", path], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("fio failed: " + (r.stderr or r.stdout).strip()[-500:])
+        return json.loads(r.stdout[r.stdout.index("{"):])
+    finally:
+        os.unlink(path)
+
+
+def make_files(root, workers, count, size):
+    """fio lays the files out itself (a 1-second run creates them all)."""
     os.makedirs(root, exist_ok=True)
-    block = os.urandom(size)
-    for i in range(count):
-        d = os.path.join(root, f"d{i % 16:02d}")
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, f"f{i:06d}.bin"), "wb") as f:
-            f.write(block[: size - (i % 64)])
+    run_fio(fio_job(root, workers, count, size, 1))
 
 
 def warm_page_cache(root):
@@ -73,22 +89,10 @@ def warm_page_cache(root):
                 fh.read()
 
 
-def fio_rate(root, workers, seconds, size):
-    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs)
-    job = ["[global]", "ioengine=psync", "rw=read", "bs=1M", "time_based", f"runtime={seconds}",
-           "file_service_type=sequential", "openfiles=1", "invalidate=0", "group_reporting"]
-    for w in range(workers):
-        share = files[w::workers]
-        job += [f"[r{w}]", "filename=" + ":".join(f.replace(":", "\\:") for f in share)]
-    with tempfile.NamedTemporaryFile("w", suffix=".fio", delete=False) as f:
-        f.write("\n".join(job) + "\n")
-        path = f.name
-    try:
-        out = subprocess.run(["fio", "--output-format=json", path], check=True, capture_output=True, text=True).stdout
-    finally:
-        os.unlink(path)
-    read = json.loads(out)["jobs"][0]["read"]
-    return read["bw_bytes"] / size  # files of ~size bytes read per second
+def fio_rate(root, workers, count, size, seconds):
+    # One read of the whole file per open (bs = file size), as the loaders do.
+    read = run_fio(fio_job(root, workers, count, size, seconds))["jobs"][0]["read"]
+    return read["bw_bytes"] / size  # files read per second
 
 
 def gpufeed_rate(root, workers, seconds):
@@ -121,12 +125,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gpufeed-loader-bench-")
     try:
         root = os.path.join(tmp, "files")
-        make_files(root, a.files, size)
-        mean_size = statistics.mean(size - (i % 64) for i in range(a.files))
+        make_files(root, a.workers, a.files, size)
         rates = {"fio": [], "gpufeed": [], "pytorch": []}
         for r in range(a.rounds):
             warm_page_cache(root)
-            rates["fio"].append(fio_rate(root, a.workers, a.seconds, mean_size))
+            rates["fio"].append(fio_rate(root, a.workers, a.files, size, a.seconds))
             rates["gpufeed"].append(gpufeed_rate(root, a.workers, a.seconds))
             if not a.skip_torch:
                 rates["pytorch"].append(torch_rate(root, a.workers, a.seconds))

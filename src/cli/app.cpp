@@ -61,6 +61,8 @@ int run(const std::vector<std::string>& args, Io& io) {
     commands.push_back(add_probe_command(app));
     commands.push_back(add_diagnose_command(app));
     commands.push_back(add_bench_command(app));
+    commands.push_back(add_tune_command(app));
+    commands.push_back(add_check_command(app));
     commands.push_back(add_gpu_command(app));
     commands.push_back(add_gpu_show_command(*app.get_subcommand("gpu")));
 

@@ -44,5 +44,7 @@ Command add_diagnose_command(CLI::App& app);
 Command add_gpu_command(CLI::App& app);       // gpu + gpu record
 Command add_gpu_show_command(CLI::App& gpu);  // gpu show
 Command add_bench_command(CLI::App& app);
+Command add_tune_command(CLI::App& app);
+Command add_check_command(CLI::App& app);
 
 }  // namespace gpufeed::cli

@@ -113,23 +113,44 @@ class LocalSource final : public SampleSource {
     FileDescriptor fd(::open(path_of(s.key).c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) throw sample_error(s, "open", errno);
     // The listed size is a hint; read to EOF so a grown file is read whole.
-    out.resize(std::max<std::uint64_t>(s.size, 4096));
+    // Asking for one byte more than expected lets a short read say EOF, so
+    // the usual file costs one read(2), not two.
+    out.resize(std::max<std::uint64_t>(s.size + 1, 4096));
     std::size_t used = 0;
     for (;;) {
       if (used == out.size()) out.resize(out.size() * 2);
-      const ssize_t n = ::read(fd.get(), out.data() + used, out.size() - used);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw sample_error(s, "read", errno);
-      }
-      if (n == 0) break;
-      used += static_cast<std::size_t>(n);
+      const std::size_t asked = out.size() - used;
+      const std::size_t n = read_some(fd.get(), s, out.data() + used, asked);
+      used += n;
+      if (n < asked) break;  // a regular file reads short only at EOF
     }
     out.resize(used);
   }
 
+  std::size_t read_into(const SampleInfo& s, std::span<std::byte> out) override {
+    FileDescriptor fd(::open(path_of(s.key).c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) throw sample_error(s, "open", errno);
+    std::size_t used = 0;
+    while (used < out.size()) {
+      const std::size_t asked = out.size() - used;
+      const std::size_t n = read_some(fd.get(), s, out.data() + used, asked);
+      used += n;
+      if (n < asked) break;
+    }
+    return used;
+  }
+
  private:
   fs::path path_of(const std::string& key) const { return fs::path(key).is_absolute() ? fs::path(key) : base_ / key; }
+
+  // One read(2), retried on EINTR; 0 at EOF.
+  std::size_t read_some(int fd, const SampleInfo& s, std::byte* into, std::size_t bytes) const {
+    for (;;) {
+      const ssize_t n = ::read(fd, into, bytes);
+      if (n >= 0) return static_cast<std::size_t>(n);
+      if (errno != EINTR) throw sample_error(s, "read", errno);
+    }
+  }
 
   SampleError sample_error(const SampleInfo& s, const char* op, int e) const {
     return SampleError(s.key, fmt::format("cannot {} sample {}: {}", op, path_of(s.key).string(), errno_text(e)),

@@ -5,6 +5,7 @@
 // cache tiers are decorators that wrap another source (src/cache).
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,11 @@ class SampleSource {
   // read: the whole sample into `out` (resized to fit), as the loader does.
   // A sample-level failure throws SampleError.
   virtual void read(const SampleInfo& s, std::vector<std::byte>& out) = 0;
+
+  // Reads the sample straight into `out` (a slot of a batch buffer), at most
+  // out.size() bytes, and returns how many it wrote: saves a copy when no
+  // decode is needed. The default reads into a scratch buffer and copies.
+  virtual std::size_t read_into(const SampleInfo& s, std::span<std::byte> out);
 
   // Cache tiers report here, outermost first; a plain store has none.
   virtual std::vector<TierStats> tier_stats() const { return {}; }

@@ -24,6 +24,13 @@ class SampleTransform {
   // Writes the sample into `out` (exactly output_bytes() long). Throws
   // SampleError (with `key`) for a corrupt sample.
   virtual void apply(const std::string& key, std::span<const std::byte> in, std::span<std::byte> out) = 0;
+
+  // True when the transform keeps the bytes as they are: the pipeline then
+  // reads samples straight into their batch slots and calls finish_in_place.
+  virtual bool in_place() const { return false; }
+  // The slot holds `filled` bytes of the sample; do the rest of the work
+  // (zero the tail, spend the CPU).
+  virtual void finish_in_place(const std::string& key, std::span<std::byte> slot, std::size_t filled);
 };
 
 }  // namespace gpufeed::loader

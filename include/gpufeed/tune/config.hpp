@@ -58,6 +58,7 @@ struct WorkloadRecord {
   std::string target = "loader";  // "loader" or "exec"
   std::string data;               // the dataset as given (no credentials)
   std::string exec;               // the command template, for target exec
+  std::string metric_regex;       // where the exec job prints its throughput
   std::string step;               // "simulated step 45 ms", a model, or "from diagnosis"
   std::string step_ms;            // the --step-ms value, to re-measure
   std::string decode = "none";

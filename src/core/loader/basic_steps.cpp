@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "gpufeed/error.hpp"
+#include "gpufeed/loader/sample_source.hpp"
 
 namespace gpufeed::loader {
 namespace {
@@ -58,6 +59,10 @@ class CopyTransform : public SampleTransform {
   void apply(const std::string&, std::span<const std::byte> in, std::span<std::byte> out) override {
     copy_into_slot(in, out);
   }
+  bool in_place() const override { return true; }
+  void finish_in_place(const std::string&, std::span<std::byte> slot, std::size_t filled) override {
+    if (filled < slot.size()) std::memset(slot.data() + filled, 0, slot.size() - filled);
+  }
 
  private:
   std::size_t slot_bytes_;
@@ -101,6 +106,10 @@ class CpuCostTransform final : public CopyTransform {
     g_sink = g_sink + spin(iterations_);
     CopyTransform::apply(key, in, out);
   }
+  void finish_in_place(const std::string& key, std::span<std::byte> slot, std::size_t filled) override {
+    g_sink = g_sink + spin(iterations_);
+    CopyTransform::finish_in_place(key, slot, filled);
+  }
 
  private:
   double cpu_us_;
@@ -108,6 +117,16 @@ class CpuCostTransform final : public CopyTransform {
 };
 
 }  // namespace
+
+void SampleTransform::finish_in_place(const std::string&, std::span<std::byte>, std::size_t) {}
+
+std::size_t SampleSource::read_into(const SampleInfo& s, std::span<std::byte> out) {
+  thread_local std::vector<std::byte> scratch;
+  read(s, scratch);
+  const std::size_t n = std::min(scratch.size(), out.size());
+  if (n) std::memcpy(out.data(), scratch.data(), n);
+  return n;
+}
 
 StepTime parse_step_time(const std::string& text) {
   StepTime t;

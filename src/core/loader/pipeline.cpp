@@ -61,7 +61,8 @@ class Pipeline {
       : run_(run), cfg_(run.config),
         order_(run.samples.size(), static_cast<std::size_t>(cfg_.batch_size), cfg_.drop_last, cfg_.shuffle, cfg_.seed),
         sample_bytes_(run.transform.output_bytes()),
-        batch_bytes_(sample_bytes_ * static_cast<std::size_t>(cfg_.batch_size)) {}
+        batch_bytes_(sample_bytes_ * static_cast<std::size_t>(cfg_.batch_size)),
+        in_place_(run.transform.in_place()) {}
 
   ~Pipeline() { shut_down(); }
 
@@ -274,13 +275,23 @@ class Pipeline {
     std::span<std::byte> out(buffers_[task.buffer].data + position * sample_bytes_, sample_bytes_);
     try {
       const auto t0 = Clock::now();
-      run_.source.read(info, bytes);
+      std::size_t got = 0;
+      if (in_place_) {  // no decode: the bytes go straight into the batch
+        got = run_.source.read_into(info, out);
+      } else {
+        run_.source.read(info, bytes);
+        got = bytes.size();
+      }
       const auto t1 = Clock::now();
-      run_.transform.apply(info.key, bytes, out);
+      if (in_place_) {
+        run_.transform.finish_in_place(info.key, out, got);
+      } else {
+        run_.transform.apply(info.key, bytes, out);
+      }
       const auto t2 = Clock::now();
       f.fetch.add(static_cast<std::uint64_t>(std::chrono::nanoseconds(t1 - t0).count()));
       f.transform.add(static_cast<std::uint64_t>(std::chrono::nanoseconds(t2 - t1).count()));
-      f.bytes_read += bytes.size();
+      f.bytes_read += got;
       return 1;
     } catch (const SampleError& e) {
       if (!cfg_.skip_bad) {
@@ -482,6 +493,7 @@ class Pipeline {
   const BatchOrder order_;
   const std::size_t sample_bytes_;
   const std::size_t batch_bytes_;
+  const bool in_place_;
 
   std::vector<PinnedBuffer> buffers_;
   std::vector<std::unique_ptr<std::byte[]>> pageable_;

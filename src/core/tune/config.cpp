@@ -86,6 +86,7 @@ Json to_json(const TunedConfig& c) {
        {{"target", w.target},
         {"data", w.data},
         {"exec", w.exec.empty() ? Json(nullptr) : Json(w.exec)},
+        {"metric_regex", w.metric_regex.empty() ? Json(nullptr) : Json(w.metric_regex)},
         {"step", w.step},
         {"step_ms", w.step_ms},
         {"decode", w.decode},
@@ -181,6 +182,7 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.workload.target = get_or<std::string>(w, "target", "loader");
   c.workload.data = get_or<std::string>(w, "data", "");
   c.workload.exec = get_or<std::string>(w, "exec", "");
+  c.workload.metric_regex = get_or<std::string>(w, "metric_regex", "");
   c.workload.step = get_or<std::string>(w, "step", "");
   c.workload.step_ms = get_or<std::string>(w, "step_ms", "0");
   c.workload.decode = get_or<std::string>(w, "decode", "none");

@@ -1,0 +1,173 @@
+// `gpufeed check --config FILE`: the CI gate. Re-measures the tuned config on
+// this machine and fails (exit 4) when it does not fit or falls short of its
+// prediction by more than --tolerance (docs/tune.md).
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "bench_setup.hpp"
+#include "context.hpp"
+#include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/probe/host_inspector.hpp"
+#include "gpufeed/probe/hwloc_topology.hpp"
+#include "gpufeed/probe_report.hpp"
+#include "gpufeed/tune/config.hpp"
+#include "gpufeed/units.hpp"
+#include "tune_trials.hpp"
+
+namespace gpufeed::cli {
+namespace {
+
+struct CheckOptions {
+  std::string config_path;
+  double tolerance = 0.10;
+  double seconds = 10;
+  std::string data;    // overrides the config's dataset
+  std::string device = "auto";
+  OutputOptions output;
+};
+
+struct CheckItem {
+  std::string name;
+  bool ok = true;
+  std::string detail;
+};
+
+Json load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw usage_error(fmt::format("cannot read the config {}", path), "give the file gpufeed tune wrote");
+  try {
+    return Json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw usage_error(fmt::format("the config {} is not JSON: {}", path, e.what()));
+  }
+}
+
+int run_check(CheckOptions& o, Context& ctx) {
+  if (o.tolerance < 0 || o.tolerance >= 1) throw usage_error("--tolerance must be in [0, 1)", "e.g. 0.1 for 10%");
+  if (o.seconds <= 0) throw usage_error("--seconds must be positive");
+  ctx.check_json_target(o.output);
+  const Json doc = load(o.config_path);
+  std::vector<CheckItem> items;
+  std::optional<double> measured;
+  std::optional<tune::TunedConfig> config;
+
+  const std::string schema = doc.is_object() ? doc.value("schema", "") : "";
+  if (schema != "gpufeed.config/v1") {
+    items.push_back({"schema", false,
+                     fmt::format("schema \"{}\" is not gpufeed.config/v1: re-run gpufeed tune with this version", schema)});
+  } else {
+    config = tune::config_from_json(doc, o.config_path);
+  }
+
+  if (config) {
+    const auto& c = *config;
+    ProbeReport probe = make_probe_report(load_topology(std::nullopt), inspect_process(ctx.io.host, InspectOptions{true, true}));
+    const int usable = probe.process ? probe.process->usable_cpus() : 1;
+    const int ranks = std::max(1, c.workload.ranks);
+    const int workers = c.chosen.workers * ranks;
+    // Workers waiting on storage sleep: up to 4 per core is what tune tries.
+    items.push_back({"cores", workers <= 4 * usable,
+                     fmt::format("{} workers x {} rank(s) = {} against {} usable CPUs (at most 4 workers per CPU)",
+                                 c.chosen.workers, ranks, workers, usable)});
+    std::uint64_t budget = 0;
+    for (const auto& rb : probe.budget.ranks) budget = budget ? std::min(budget, rb.prefetch_bytes) : rb.prefetch_bytes;
+    if (budget > 0) {
+      items.push_back({"memory", c.pinned_bytes_per_rank <= budget,
+                       fmt::format("{} page-locked per rank against a budget of {} per rank",
+                                   format_bytes(c.pinned_bytes_per_rank), format_bytes(budget))});
+    }
+    const bool fits = std::all_of(items.begin(), items.end(), [](const CheckItem& i) { return i.ok; });
+    if (c.workload.target == "simulate") {
+      items.push_back({"throughput", true, "not re-measured: the config came from tune --simulate"});
+    } else if (fits) {
+      loader::StopOnSignal stop;
+      std::unique_ptr<tune::TrialRunner> runner;
+      DataOptions data;
+      data.data = o.data.empty() ? c.workload.data : o.data;
+      std::unique_ptr<loader::SampleSource> source;
+      std::vector<loader::SampleInfo> samples;
+      std::unique_ptr<loader::SampleTransform> transform;
+      if (c.workload.target == "exec") {
+        runner = std::make_unique<ExecTrialRunner>(
+            ExecTrialSetup{c.workload.exec, c.workload.metric_regex.empty() ? "samples/s: ([0-9.]+)" : c.workload.metric_regex,
+                           c.batch_size, &stop.flag()});
+      } else {
+        source = open_data(data, ctx.io);
+        samples = list_data(*source, ctx.io, o.output.quiet);
+        WorkOptions work;
+        work.decode = c.workload.decode;
+        work.cpu_us = c.workload.cpu_us;
+        work.image_size = c.workload.image_size;
+        if (c.workload.decode == "none" && c.workload.sample_bytes) work.sample_bytes = std::to_string(c.workload.sample_bytes);
+        transform = make_transform(work, samples);
+        BuiltinTrialSetup setup;
+        setup.source = source.get();
+        setup.samples = &samples;
+        setup.transform = transform.get();
+        setup.device = parse_device(o.device);
+        setup.step_ms = c.workload.step_ms;
+        setup.ranks = ranks;
+        setup.batch_size = c.batch_size;
+        setup.stop = &stop.flag();
+        runner = std::make_unique<BuiltinTrialRunner>(setup);
+      }
+      const auto trial = runner->run(c.chosen, o.seconds);
+      if (!trial.ok) {
+        items.push_back({"throughput", false, "the run failed: " + trial.note});
+      } else {
+        measured = trial.samples_per_s;
+        const double floor = c.prediction.samples_per_s * (1 - o.tolerance);
+        items.push_back({"throughput", *measured >= floor,
+                         fmt::format("measured {:.0f} samples/s per rank; predicted {:.0f} (-{:g}% allowed: at least {:.0f})",
+                                     *measured, c.prediction.samples_per_s, o.tolerance * 100, floor)});
+      }
+    }
+  }
+
+  const bool pass = std::all_of(items.begin(), items.end(), [](const CheckItem& i) { return i.ok; });
+  if (ctx.wants_text(o.output)) {
+    ctx.io.out << ctx.style.heading("gpufeed check ") << o.config_path << "\n";
+    for (const auto& i : items) {
+      ctx.io.out << "  " << (i.ok ? ctx.style.good("pass") : ctx.style.bad("FAIL")) << "  " << fmt::format("{:<11}", i.name)
+                 << i.detail << "\n";
+    }
+    ctx.io.out << (pass ? ctx.style.good("passed") : ctx.style.bad("failed")) << "\n";
+  }
+  Json checks = Json::array();
+  for (const auto& i : items) checks.push_back({{"name", i.name}, {"ok", i.ok}, {"detail", i.detail}});
+  Json body = {{"config", o.config_path},
+               {"verdict", pass ? "pass" : "fail"},
+               {"tolerance", o.tolerance},
+               {"predicted_samples_per_s", config ? Json(config->prediction.samples_per_s) : Json(nullptr)},
+               {"measured_samples_per_s", measured ? Json(*measured) : Json(nullptr)},
+               {"checks", checks}};
+  ctx.emit_json(o.output, make_document("check", inspect_host(ctx.io.host), body, ctx.io.now()));
+  if (!pass) {
+    const auto failed = std::find_if(items.begin(), items.end(), [](const CheckItem& i) { return !i.ok; });
+    throw Error(ErrorKind::Findings, fmt::format("check failed ({}): {}", failed->name, failed->detail),
+                "re-run gpufeed tune on this machine, or raise --tolerance if the machine is noisy");
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_check_command(CLI::App& app) {
+  auto o = std::make_shared<CheckOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "check", "CI gate: re-measure a config from gpufeed tune on this machine; exit 4 when it does not fit or "
+               "falls short of its prediction");
+  cmd->add_option("--config", o->config_path, "The config gpufeed tune wrote")->required()->type_name("FILE");
+  cmd->add_option("--tolerance", o->tolerance, "Allowed shortfall against the prediction")->default_val(0.10);
+  cmd->add_option("--seconds", o->seconds, "How long to measure")->default_val(10);
+  cmd->add_option("--data", o->data, "Measure on this dataset instead of the config's");
+  cmd->add_option("--device", o->device, "auto, cuda, hip or host")->default_val("auto");
+  add_output_options(*cmd, o->output);
+  cmd->footer("Exit codes: 0 pass, 4 check failed (too slow, too many workers for this machine's cores, page-locked\n"
+              "memory over the budget, or an unknown config schema), 2 bad input, 1 the run failed.\n\n"
+              "Example:\n  gpufeed check --config gpufeed-config.json --tolerance 0.1 --json check.json");
+  return {cmd, [o](Context& ctx) { return run_check(*o, ctx); }};
+}
+
+}  // namespace gpufeed::cli

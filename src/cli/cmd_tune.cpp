@@ -1,0 +1,71 @@
+// `gpufeed tune`: options -> TuneRequest -> run_tune.
+#include "context.hpp"
+#include "tune_session.hpp"
+
+namespace gpufeed::cli {
+
+Command add_tune_command(CLI::App& app) {
+  auto r = std::make_shared<TuneRequest>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "Find the DataLoader config (num_workers, prefetch_factor, pin_memory, CPU binding) that feeds the "
+              "GPUs: measure, model every candidate, verify the best by trials, write a JSON config");
+  cmd->add_option("--data", r->data.data, "Dataset: directory, manifest, s3://bucket/prefix or synthetic:PRESET")
+      ->type_name("SOURCE");
+  cmd->add_option("--batch-size", r->batch_size, "Samples per batch")->default_val(32);
+  cmd->add_option("--step-ms", r->device.step_ms, "Training step per batch: MS or MEAN:SPREAD")->default_val("0");
+  cmd->add_option("--model", r->device.model, "TorchScript model whose forward+backward is the step")
+      ->type_name("FILE.pt");
+  cmd->add_option("--gpus", r->gpus, "Ranks on this node, tuned together (default: the GPUs found, at least 1)");
+  cmd->add_option("--search", r->search, "model (default: simulate all, verify the best) or grid (try every config)")
+      ->default_val("model");
+  cmd->add_option("--exec", r->exec,
+                  "Tune your own job instead of the built-in loader: a command with {num_workers}, "
+                  "{prefetch_factor}, {pin_memory} and {batch_size}, run once per trial")
+      ->type_name("CMD")->group("Your job");
+  cmd->add_option("--metric-regex", r->metric_regex, "Where --exec prints its throughput (group 1)")
+      ->default_val("samples/s: ([0-9.]+)")->group("Your job");
+  cmd->add_option("--trial-seconds", r->trial_s, "Length of a full trial (and the time bound of an --exec trial)")
+      ->default_val(10);
+  cmd->add_option("--first-round-seconds", r->first_round_s, "Length of the short round that weeds out losers")
+      ->default_val(4);
+  cmd->add_option("--measure-seconds", r->measure_level_s, "Time per storage concurrency level in phase 2")
+      ->default_val(1.5);
+  cmd->add_option("--budget", r->budget_s, "Wall-time budget in seconds; the best config so far is written when it ends");
+  cmd->add_option("--mem-budget", r->mem_budget, "Page-locked memory per rank (default: probe's prefetch budget)")
+      ->type_name("SIZE");
+  cmd->add_option("--tolerance", r->tolerance, "Pick the cheapest config within this share of the best")
+      ->default_val(0.02);
+  cmd->add_option("--max-workers", r->max_workers, "Most workers per rank to consider (default 4 per core, at most 32)");
+  cmd->add_flag("--try-unpinned", r->both_pin, "Also try pin_memory=False");
+  cmd->add_flag("--bind", r->bind, "Bind trial workers to each rank's NUMA-local cores");
+  cmd->add_option("--decode", r->work.decode, "Per-sample work: none or jpeg")->default_val("none")->group("Per sample");
+  cmd->add_option("--cpu-us", r->work.cpu_us, "Per-sample CPU work in microseconds")->group("Per sample");
+  cmd->add_option("--image-size", r->work.image_size, "--decode jpeg output side")->default_val(224)->group("Per sample");
+  cmd->add_option("--device", r->device.device, "auto, cuda, hip or host")->default_val("auto");
+  cmd->add_option("--s3-endpoint", r->data.s3_endpoint, "S3-compatible endpoint URL")->group("S3");
+  cmd->add_option("--s3-region", r->data.s3_region, "S3 region")->group("S3");
+  cmd->add_option("--s3-profile", r->data.s3_profile, "Profile in ~/.aws/credentials")->group("S3");
+  cmd->add_option("--out", r->out, "Where the config goes (- for stdout)")->default_val("gpufeed-config.json")
+      ->type_name("FILE");
+  cmd->add_option("--emit", r->emit, "Also print a snippet: python (DataLoader kwargs and worker_init_fn)");
+  cmd->add_flag("--simulate", r->simulate, "No hardware: model the --profile machine and workload and print the best")
+      ->group("Simulate");
+  cmd->add_option("--profile", r->profiles, "A hardware or workload profile (name in profiles/ or a file)")
+      ->group("Simulate");
+  cmd->add_flag("--quiet,-q", r->quiet, "Only write the config");
+  cmd->add_flag("--verbose,-v", r->verbose, "More detail");
+  cmd->footer(
+      "Phases: 1 budget (probe) - 2 measure (storage vs concurrency, CPU per sample, step) - 3 model\n"
+      "(simulate every candidate, all ranks at once) - 4 verify (trials; losers stop after a short round)\n"
+      "- 5 choose (the cheapest config within --tolerance of the best measured). Ctrl-C writes the best\n"
+      "config found so far. docs/tune.md explains each phase.\n\n"
+      "Examples:\n"
+      "  gpufeed tune --data /mnt/s3fs/train --batch-size 256 --step-ms 45\n"
+      "  gpufeed tune --data /data/train --exec 'python train.py --workers {num_workers} --prefetch "
+      "{prefetch_factor}' --metric-regex 'samples/s: ([0-9.]+)'\n"
+      "  gpufeed tune --simulate --profile h100-8 --profile imagenet-resnet50\n"
+      "  gpufeed check --config gpufeed-config.json     # in CI");
+  return {cmd, [r](Context& ctx) { return run_tune(*r, ctx); }};
+}
+
+}  // namespace gpufeed::cli

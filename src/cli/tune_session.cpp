@@ -1,0 +1,520 @@
+// `gpufeed tune`: the five phases, each reported as it runs (docs/tune.md).
+#include "tune_session.hpp"
+
+#include <sys/statvfs.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "gpufeed/atomic_file.hpp"
+#include "gpufeed/cpulist.hpp"
+#include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/probe/host_inspector.hpp"
+#include "gpufeed/probe/hwloc_topology.hpp"
+#include "gpufeed/probe_report.hpp"
+#include "gpufeed/tune/profile.hpp"
+#include "gpufeed/units.hpp"
+#include "tune_measure.hpp"
+#include "tune_trials.hpp"
+
+namespace gpufeed::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using tune::Candidate;
+using tune::Prediction;
+
+// Phase lines go to stdout as they happen; trial progress redraws on a TTY.
+class Reporter {
+ public:
+  Reporter(Context& ctx, bool quiet) : ctx_(ctx), quiet_(quiet) {}
+  void phase(int n, const std::string& title) {
+    if (!quiet_) ctx_.io.out << ctx_.style.heading(fmt::format("[{}/5] {}", n, title)) << "\n" << std::flush;
+  }
+  void line(const std::string& text) {
+    if (!quiet_) ctx_.io.out << "  " << text << "\n" << std::flush;
+  }
+  void progress(const std::string& text) {
+    if (quiet_ || !ctx_.io.err_is_tty) return;
+    ctx_.io.err << "\r\33[2K" << text << std::flush;
+    shown_ = true;
+  }
+  void clear() {
+    if (shown_) ctx_.io.err << "\r\33[2K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  Context& ctx_;
+  bool quiet_;
+  bool shown_ = false;
+};
+
+// The budget this node gives each rank.
+struct NodeBudget {
+  int ranks = 1;
+  double worker_cores = 1;
+  std::uint64_t mem_per_rank = 0;
+  std::vector<tune::RankBinding> bindings;
+  std::vector<std::vector<int>> rank_cpus;
+  tune::MachineFingerprint machine;
+  std::vector<std::string> notes;
+};
+
+NodeBudget node_budget(const TuneRequest& r, Context& ctx) {
+  NodeBudget b;
+  ProbeReport probe = make_probe_report(load_topology(std::nullopt), inspect_process(ctx.io.host, InspectOptions{true, true}));
+  const HostInfo host = inspect_host(ctx.io.host);
+  b.machine.hostname = host.hostname;
+  b.machine.cpu_model = host.cpu_model;
+  b.machine.cpus = host.cpus;
+  b.machine.kernel = host.kernel;
+  b.machine.memory_bytes = probe.topology.total_memory();
+  for (const auto* gpu : probe.topology.gpus()) b.machine.gpus.push_back(gpu->bus_id + " " + gpu->model);
+  const auto& ranks = probe.budget.ranks;
+  b.ranks = r.gpus > 0 ? r.gpus : std::max<int>(1, static_cast<int>(probe.topology.gpus().size()));
+  int cores = 0;
+  for (int i = 0; i < b.ranks; ++i) {
+    tune::RankBinding binding;
+    binding.rank = i;
+    if (!ranks.empty()) {
+      const auto& rb = ranks[static_cast<std::size_t>(i) % ranks.size()];
+      binding.gpu = rb.gpu_bus_id;
+      binding.numa_node = rb.numa_node;
+      binding.worker_cpus = format_cpulist(rb.worker_cpus);
+      b.rank_cpus.push_back(rb.worker_cpus);
+      if (i < static_cast<int>(ranks.size())) cores += rb.worker_cores;
+      if (b.mem_per_rank == 0) b.mem_per_rank = rb.prefetch_bytes;
+    }
+    b.bindings.push_back(binding);
+  }
+  const int usable = probe.process ? probe.process->usable_cpus() : b.machine.cpus;
+  if (cores < 1) {
+    // Too few cores for the budget's reserve: the workers share them all.
+    cores = std::max(1, usable);
+    b.notes.push_back(fmt::format("the budget leaves no worker cores; the model lets workers share all {} usable CPUs",
+                                  cores));
+    b.rank_cpus.clear();
+  }
+  b.worker_cores = cores;
+  if (!r.mem_budget.empty()) b.mem_per_rank = parse_size(r.mem_budget, "--mem-budget");
+  return b;
+}
+
+std::vector<Prediction> predict_all(const tune::Workload& w, const tune::NodeShape& node, const tune::SearchSpace& space,
+                                    std::uint64_t mem_per_rank, std::vector<std::string>& excluded) {
+  std::vector<Prediction> out;
+  for (const auto& c : space.candidates()) {
+    const auto pinned = static_cast<std::uint64_t>(c.workers * c.prefetch_factor * w.batch_bytes);
+    if (mem_per_rank && pinned > mem_per_rank) {
+      excluded.push_back(fmt::format("{} ({} > {} per rank)", tune::describe(c), format_bytes(pinned), format_bytes(mem_per_rank)));
+      continue;
+    }
+    tune::SimOptions o;
+    o.steps = 150;
+    out.push_back(tune::simulate(w, node, c, o));
+  }
+  return out;
+}
+
+// The cheapest prediction within the tolerance of the best prediction.
+Prediction best_predicted(const std::vector<Prediction>& predictions, double tolerance) {
+  const auto best = *std::max_element(predictions.begin(), predictions.end(),
+                                      [](const Prediction& a, const Prediction& b) { return a.samples_per_s < b.samples_per_s; });
+  Prediction chosen = best;
+  for (const auto& p : predictions) {
+    if (p.samples_per_s >= (1 - tolerance) * best.samples_per_s && tune::cheaper(p.candidate, chosen.candidate)) chosen = p;
+  }
+  return chosen;
+}
+
+// The spread of the model over seeds: the interval's floor.
+std::pair<double, double> seed_interval(const tune::Workload& w, const tune::NodeShape& node, const Candidate& c) {
+  double lo = 1e300, hi = 0;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    tune::SimOptions o;
+    o.steps = 150;
+    o.seed = seed;
+    const auto p = tune::simulate(w, node, c, o);
+    lo = std::min(lo, p.samples_per_s);
+    hi = std::max(hi, p.samples_per_s);
+  }
+  return {lo, hi};
+}
+
+// Memory and SSD cache tiers, advised only when the model predicts a gain.
+std::vector<tune::CacheAdvice> cache_advice(const tune::Workload& w, const tune::NodeShape& node, const Candidate& c,
+                                            std::uint64_t dataset_bytes, double mean_sample_bytes,
+                                            std::uint64_t memory_budget, double baseline) {
+  std::vector<tune::CacheAdvice> out;
+  if (dataset_bytes == 0 || baseline <= 0) return out;
+  auto with_hits = [&](double hit, double hit_ms) {
+    tune::Workload cached = w;
+    for (auto& level : cached.storage.levels) {
+      std::vector<double> mixed;
+      const auto& v = level.latency.values();
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        mixed.push_back((static_cast<double>(i % 100) < hit * 100) ? hit_ms : v[i]);
+      }
+      level.latency = tune::Distribution(std::move(mixed));
+    }
+    tune::SimOptions o;
+    o.steps = 150;
+    return tune::simulate(cached, node, c, o).samples_per_s;
+  };
+  // A random sampler hits a cache holding a fraction f of the dataset f of the time.
+  const std::uint64_t mem_bytes = std::min<std::uint64_t>(dataset_bytes, memory_budget);
+  if (mem_bytes > 0) {
+    const double share = static_cast<double>(mem_bytes) / static_cast<double>(dataset_bytes);
+    const double gain = with_hits(share, 0.02) / baseline;
+    if (gain >= 1.10) {
+      out.push_back({"memory", mem_bytes, static_cast<std::uint64_t>(static_cast<double>(mem_bytes) / std::max(1.0, mean_sample_bytes)),
+                     share, gain,
+                     fmt::format("the store's read latency (measured) dominates; a {} memory tier holds {:.0f}% of the "
+                                 "dataset and the model predicts {:.2f}x samples/s from the second epoch on",
+                                 format_bytes(mem_bytes), share * 100, gain)});
+    }
+  }
+  struct statvfs fs {};
+  std::uint64_t disk_free = 0;
+  if (statvfs(std::filesystem::temp_directory_path().c_str(), &fs) == 0) {
+    disk_free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+  }
+  const std::uint64_t ssd_bytes = std::min<std::uint64_t>(dataset_bytes, disk_free / 2);
+  if (ssd_bytes > 0) {
+    const double share = static_cast<double>(ssd_bytes) / static_cast<double>(dataset_bytes);
+    const double gain = with_hits(share, 0.15) / baseline;
+    if (gain >= 1.10) {
+      out.push_back({"ssd", ssd_bytes, 0, share, gain,
+                     fmt::format("a local SSD tier ({} free on {}) can hold {:.0f}% of the dataset; the model predicts "
+                                 "{:.2f}x samples/s from the second epoch on",
+                                 format_bytes(disk_free), std::filesystem::temp_directory_path().string(), share * 100, gain)});
+    }
+  }
+  return out;
+}
+
+std::vector<tune::EnvAdvice> environment_advice(const tune::Workload& w, const tune::NodeShape& node, const Candidate& c) {
+  std::vector<tune::EnvAdvice> out;
+  const double cpu = w.cpu_ms.mean();
+  const double fetch = w.storage.at(1).mean();
+  if (cpu > 0 && cpu >= fetch && c.workers * node.ranks >= node.worker_cores) {
+    out.push_back({"OMP_NUM_THREADS", "1",
+                   fmt::format("measured {:.2f} ms of CPU per sample against {:.2f} ms of fetch: the workers are CPU-bound, "
+                               "and {} workers x {} ranks fill the {:.0f} worker cores, so intra-op threads in workers "
+                               "would only oversubscribe them",
+                               cpu, fetch, c.workers, node.ranks, node.worker_cores)});
+  }
+  return out;
+}
+
+void write_config(const TuneRequest& r, Context& ctx, const tune::TunedConfig& config) {
+  const HostInfo host = inspect_host(ctx.io.host);
+  const Json doc = make_document("config", host, tune::to_json(config), ctx.io.now());
+  if (r.out == "-") {
+    ctx.io.out << doc.dump(2) << "\n";
+  } else {
+    write_file_atomically(r.out, doc.dump(2) + "\n");
+  }
+}
+
+Json read_json_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) throw usage_error(fmt::format("cannot read {} {}", what, path));
+  try {
+    return Json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw usage_error(fmt::format("{} {} is not JSON: {}", what, path, e.what()));
+  }
+}
+
+std::string resolve_profile(const std::string& name, const Io& io) {
+  if (std::filesystem::exists(name)) return name;
+  std::vector<std::filesystem::path> roots;
+  if (auto env = io.env("GPUFEED_PROFILES")) roots.emplace_back(*env);
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    roots.push_back(exe.parent_path().parent_path() / "profiles");           // build tree: build/../profiles
+    roots.push_back(exe.parent_path().parent_path() / "share/gpufeed/profiles");
+  }
+  roots.emplace_back(GPUFEED_SOURCE_PROFILES);
+  for (const auto& root : roots) {
+    for (const char* kind : {"hardware", "workloads", ""}) {
+      const auto p = root / kind / (name + ".json");
+      if (std::filesystem::exists(p)) return p.string();
+    }
+  }
+  throw usage_error(fmt::format("--profile {}: no such profile", name),
+                    "give a file, or a name from profiles/hardware or profiles/workloads (e.g. h100-8, imagenet-resnet50)");
+}
+
+int run_simulate(const TuneRequest& r, Context& ctx, Reporter& rep) {
+  if (r.profiles.size() != 2) {
+    throw usage_error("--simulate needs two --profile: one hardware and one workload",
+                      "e.g. --simulate --profile h100-8 --profile imagenet-resnet50");
+  }
+  std::optional<tune::HardwareProfile> hw;
+  std::optional<tune::WorkloadProfile> wl;
+  for (const auto& name : r.profiles) {
+    const std::string path = resolve_profile(name, ctx.io);
+    const Json j = read_json_file(path, "profile");
+    if (j.value("kind", "") == "hardware") hw = tune::hardware_from_json(j, path);
+    else wl = tune::workload_from_json(j, path);
+  }
+  if (!hw || !wl) throw usage_error("--simulate needs one hardware and one workload profile");
+  const auto node = tune::node_from(*hw);
+  const auto w = tune::workload_from(*wl, *hw);
+  rep.phase(3, fmt::format("model: {} ({} ranks, {:.0f} worker cores) x {}", hw->name, node.ranks, node.worker_cores, wl->name));
+  const int max_workers =
+      r.max_workers > 0 ? r.max_workers : std::clamp(static_cast<int>(std::lround(node.worker_cores / node.ranks * 4)), 1, 32);
+  const auto space = tune::default_space(max_workers, r.both_pin);
+  const std::uint64_t mem = static_cast<std::uint64_t>(hw->memory_gib * 0.25 / hw->gpus * 1073741824.0);
+  std::vector<std::string> excluded;
+  const auto predictions = predict_all(w, node, space, mem, excluded);
+  if (predictions.empty()) throw usage_error("no candidate fits the memory budget", "lower --batch-size");
+  for (const auto& e : excluded) rep.line("excluded (memory): " + e);
+  const auto chosen = best_predicted(predictions, r.tolerance);
+  rep.phase(5, "choose");
+  rep.line(fmt::format("{}: {:.0f} samples/s per rank predicted ({:.0f} on the node), starvation {:.0f}%",
+                       tune::describe(chosen.candidate), chosen.samples_per_s, chosen.node_samples_per_s,
+                       chosen.starvation * 100));
+  tune::TunedConfig config;
+  config.batch_size = w.batch_size;
+  config.chosen = chosen.candidate;
+  const auto [lo, hi] = seed_interval(w, node, chosen.candidate);
+  config.prediction = {chosen.samples_per_s, lo, hi, chosen.node_samples_per_s, chosen.starvation, chosen.samples_per_s};
+  config.search = "simulate";
+  config.reason = fmt::format("the cheapest config the model predicts within {:g}% of the best predicted throughput "
+                              "(simulation only: no trials)", r.tolerance * 100);
+  config.pinned_bytes_per_rank = static_cast<std::uint64_t>(chosen.candidate.workers * chosen.candidate.prefetch_factor * w.batch_bytes);
+  config.machine.hostname = "profile:" + hw->name;
+  config.machine.cpu_model = hw->description;
+  config.machine.cpus = hw->cores;
+  config.machine.memory_bytes = static_cast<std::uint64_t>(hw->memory_gib * 1073741824.0);
+  for (int i = 0; i < hw->gpus; ++i) config.machine.gpus.push_back(hw->gpu_model);
+  for (int i = 0; i < node.ranks; ++i) config.ranks.push_back({i, "", std::nullopt, ""});
+  config.environment = environment_advice(w, node, chosen.candidate);
+  config.workload.target = "simulate";
+  config.workload.data = "profile:" + wl->name;
+  config.workload.step = fmt::format("{:g} ms ± {:g} ms (profile)", wl->step_mean_ms, wl->step_spread_ms);
+  config.workload.sample_bytes = static_cast<std::uint64_t>(wl->decoded_sample_bytes);
+  config.workload.ranks = node.ranks;
+  rep.line(config.reason);
+  if (chosen.starvation > 0.2) {
+    rep.line(fmt::format("even this config leaves the step waiting {:.0f}% of the time: per-sample read {:.1f} ms "
+                         "(mean) caps {} workers at {:.0f} samples/s; the storage, not the loader config, is the limit "
+                         "(a cache tier or packed shards)",
+                         chosen.starvation * 100, w.storage.at(1).mean(), chosen.candidate.workers, chosen.bound_samples_per_s));
+  }
+  write_config(r, ctx, config);
+  if (r.emit == "python") ctx.io.out << tune::emit_python(config);
+  if (r.out != "-") rep.line("config written to " + r.out);
+  return 0;
+}
+
+}  // namespace
+
+int run_tune(const TuneRequest& r, Context& ctx) {
+  if (r.search != "model" && r.search != "grid") {
+    throw usage_error(fmt::format("--search {} is not known", r.search), "use model or grid");
+  }
+  if (!r.emit.empty() && r.emit != "python") throw usage_error(fmt::format("--emit {} is not known", r.emit), "use python");
+  if (r.tolerance < 0 || r.tolerance >= 1) throw usage_error("--tolerance must be in [0, 1)", "e.g. 0.02 for 2%");
+  if (r.trial_s <= 0 || r.first_round_s <= 0) throw usage_error("--trial-seconds must be positive");
+  if (r.batch_size < 1) throw usage_error("--batch-size must be at least 1");
+  if (r.out != "-") check_output_path(r.out);
+  Reporter rep(ctx, r.quiet || r.out == "-");  // stdout carries the config then
+  if (r.simulate) return run_simulate(r, ctx, rep);
+
+  const auto started = Clock::now();
+  loader::StopOnSignal stop;
+
+  // 1. Budget.
+  NodeBudget budget = node_budget(r, ctx);
+  rep.phase(1, "budget");
+  rep.line(fmt::format("{} rank{}, {:.0f} worker cores on the node, {} of page-locked memory per rank", budget.ranks,
+                       budget.ranks > 1 ? "s" : "", budget.worker_cores, format_bytes(budget.mem_per_rank)));
+  for (const auto& n : budget.notes) rep.line("note: " + n);
+  const double cores_per_rank = budget.worker_cores / budget.ranks;
+  // Workers that wait on storage sleep, so up to 4 per core are tried (and
+  // `check` accepts no more: docs/tune.md).
+  const int max_workers = r.max_workers > 0 ? r.max_workers
+                                            : std::clamp(static_cast<int>(std::lround(cores_per_rank * 4)), 1, 32);
+  const auto space = tune::default_space(max_workers, r.both_pin);
+
+  // 2. Measure.
+  rep.phase(2, "measure");
+  if (r.data.data.empty()) {
+    throw usage_error("--data is required: tune measures the dataset's storage and per-sample cost",
+                      "give the dataset the job reads (directory, manifest, s3://..., synthetic:...)");
+  }
+  auto source = open_data(r.data, ctx.io);
+  const auto samples = list_data(*source, ctx.io, r.quiet);
+  auto transform = make_transform(r.work, samples);
+  std::unique_ptr<loader::StepRunner> model_step;
+  if (!r.device.model.empty()) model_step = make_step(r.device, 1);
+  MeasureRequest mr;
+  mr.source = source.get();
+  mr.samples = &samples;
+  mr.transform = transform.get();
+  mr.step = model_step.get();
+  if (!model_step) mr.step_ms = step_distribution_from(r.device.step_ms);
+  mr.batch_size = r.batch_size;
+  mr.max_concurrency = budget.ranks * space.workers.back();
+  mr.seconds_per_level = r.measure_level_s;
+  mr.stop = &stop.flag();
+  mr.progress = [&](const std::string& s) { rep.line(s); };
+  rep.line(fmt::format("{}: {} samples, {}", source->describe(), samples.size(),
+                       format_bytes(std::accumulate(samples.begin(), samples.end(), std::uint64_t{0},
+                                                    [](std::uint64_t a, const loader::SampleInfo& s) { return a + s.size; }))));
+  Measured m = measure_for_tune(mr);
+  rep.line(fmt::format("step: mean {:.2f} ms; memcpy {:.1f} GB/s", m.step_mean_ms, m.memcpy_gb_per_s));
+
+  // 3. Model.
+  const tune::NodeShape node{budget.ranks, budget.worker_cores};
+  std::vector<std::string> excluded;
+  const auto predictions = predict_all(m.workload, node, space, budget.mem_per_rank, excluded);
+  if (predictions.empty()) {
+    throw usage_error(fmt::format("no candidate fits the page-locked memory budget of {} per rank", format_bytes(budget.mem_per_rank)),
+                      "lower --batch-size or raise --mem-budget");
+  }
+  rep.phase(3, fmt::format("model: {} candidates simulated", predictions.size()));
+  for (const auto& e : excluded) rep.line("excluded (memory): " + e);
+  {
+    auto ranked = predictions;
+    std::sort(ranked.begin(), ranked.end(), [](const Prediction& a, const Prediction& b) { return a.samples_per_s > b.samples_per_s; });
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, ranked.size()); ++i) {
+      rep.line(fmt::format("{:<32} {:8.0f} samples/s per rank, starvation {:3.0f}% (bound {:.0f})",
+                           tune::describe(ranked[i].candidate), ranked[i].samples_per_s, ranked[i].starvation * 100,
+                           ranked[i].bound_samples_per_s));
+    }
+  }
+
+  // 4. Verify.
+  rep.phase(4, fmt::format("verify: {} search, {} target", r.search, r.exec.empty() ? "built-in loader" : "your job"));
+  std::unique_ptr<tune::TrialRunner> runner;
+  if (!r.exec.empty()) {
+    runner = std::make_unique<ExecTrialRunner>(ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, &stop.flag()});
+  } else {
+    BuiltinTrialSetup setup;
+    setup.source = source.get();
+    setup.samples = &samples;
+    setup.transform = transform.get();
+    setup.device = parse_device(r.device.device);
+    setup.step_ms = r.device.model.empty() ? r.device.step_ms : fmt::format("{:.3f}", m.step_mean_ms);
+    setup.ranks = budget.ranks;
+    setup.batch_size = r.batch_size;
+    if (r.bind) setup.rank_cpus = budget.rank_cpus;
+    setup.stop = &stop.flag();
+    runner = std::make_unique<BuiltinTrialRunner>(setup);
+  }
+  tune::SearchOptions so;
+  so.tolerance = r.tolerance;
+  so.trial_seconds = r.trial_s;
+  so.first_round_seconds = std::min(r.first_round_s, r.trial_s);
+  so.stop = &stop.flag();
+  if (r.budget_s > 0) {
+    so.budget_seconds = std::max(0.0, r.budget_s - std::chrono::duration<double>(Clock::now() - started).count());
+  }
+  so.on_trial = [&](const tune::Trial& t, const std::optional<tune::Trial>& best) {
+    rep.clear();
+    rep.line(fmt::format("{} {:<32} {}", t.round == 1 ? "short" : "full ", tune::describe(t.candidate),
+                         t.ok ? fmt::format("{:8.0f} samples/s, starvation {:3.0f}%", t.samples_per_s, t.starvation * 100)
+                              : "failed: " + t.note));
+    if (best) rep.progress(fmt::format("best so far: {} at {:.0f} samples/s", tune::describe(best->candidate), best->samples_per_s));
+  };
+  const tune::SearchResult result = r.search == "grid" ? tune::grid_search(space, *runner, so)
+                                                       : tune::model_search(predictions, space, *runner, so);
+  rep.clear();
+  if (!result.choice) {
+    if (stop.flag().load()) throw runtime_error("tune was interrupted before any trial finished: no config written");
+    std::string why = "every trial failed";
+    for (const auto& t : result.trials) {
+      if (!t.ok) {
+        why += ": " + t.note;
+        break;
+      }
+    }
+    throw runtime_error(why, r.exec.empty() ? "run gpufeed bench with one of the configs to see why"
+                                            : "run the --exec command by hand to see why");
+  }
+
+  // 5. Choose.
+  const auto& choice = *result.choice;
+  const Candidate chosen = choice.chosen.candidate;
+  rep.phase(5, "choose");
+  rep.line(choice.reason);
+  Prediction model_of_chosen{};
+  for (const auto& p : predictions) {
+    if (p.candidate == chosen) model_of_chosen = p;
+  }
+  if (model_of_chosen.samples_per_s == 0) {
+    tune::SimOptions o;
+    o.steps = 150;
+    model_of_chosen = tune::simulate(m.workload, node, chosen, o);
+  }
+  tune::TunedConfig config;
+  config.batch_size = r.batch_size;
+  config.chosen = chosen;
+  config.ranks = budget.bindings;
+  config.trials = result.trials;
+  config.search = r.search;
+  config.search_wall_s = std::chrono::duration<double>(Clock::now() - started).count();
+  config.grid_equivalent_s = static_cast<double>(space.candidates().size()) * r.trial_s;
+  config.reason = choice.reason;
+  config.partial = result.stopped_early;
+  config.machine = budget.machine;
+  config.pinned_bytes_per_rank = static_cast<std::uint64_t>(chosen.workers * chosen.prefetch_factor * m.workload.batch_bytes);
+  // The prediction is the chosen config's full trial on this machine; the
+  // interval covers the model's spread over seeds and its error on the trials.
+  std::vector<double> errors;
+  for (const auto& t : result.trials) {
+    if (!t.ok || t.samples_per_s <= 0) continue;
+    for (const auto& p : predictions) {
+      if (p.candidate == t.candidate && p.samples_per_s > 0) errors.push_back(std::abs(p.samples_per_s / t.samples_per_s - 1));
+    }
+  }
+  std::sort(errors.begin(), errors.end());
+  const double model_error = errors.empty() ? 0.1 : errors[errors.size() / 2];
+  const auto [seed_lo, seed_hi] = seed_interval(m.workload, node, chosen);
+  const double measured = choice.chosen.samples_per_s;
+  const double half = std::max({model_error, (seed_hi - seed_lo) / std::max(1.0, 2 * model_of_chosen.samples_per_s), 0.02});
+  config.prediction = {measured, measured * std::max(0.0, 1 - half), measured * (1 + half), measured * budget.ranks,
+                       choice.chosen.starvation, model_of_chosen.samples_per_s};
+  config.environment = environment_advice(m.workload, node, chosen);
+  config.cache = cache_advice(m.workload, node, chosen, m.dataset_bytes, m.mean_sample_bytes, budget.mem_per_rank,
+                              model_of_chosen.samples_per_s);
+  config.workload.target = r.exec.empty() ? "loader" : "exec";
+  config.workload.data = r.data.data;
+  config.workload.exec = r.exec;
+  if (!r.exec.empty()) config.workload.metric_regex = r.metric_regex;
+  config.workload.step = model_step ? model_step->describe() : fmt::format("simulated step {} ms", r.device.step_ms);
+  config.workload.step_ms = r.device.model.empty() ? r.device.step_ms : fmt::format("{:.3f}", m.step_mean_ms);
+  config.workload.decode = r.work.decode;
+  config.workload.cpu_us = r.work.cpu_us;
+  config.workload.image_size = r.work.image_size;
+  config.workload.sample_bytes = transform->output_bytes();
+  config.workload.ranks = budget.ranks;
+
+  rep.line(fmt::format("predicted {:.0f} samples/s per rank (interval {:.0f}-{:.0f}; the model alone said {:.0f})",
+                       config.prediction.samples_per_s, config.prediction.low, config.prediction.high,
+                       config.prediction.model_samples_per_s));
+  for (const auto& e : config.environment) rep.line(fmt::format("set {}={}: {}", e.name, e.value, e.because));
+  for (const auto& a : config.cache) rep.line(fmt::format("cache ({}): {}", a.tier, a.because));
+  rep.line(fmt::format("{} trials in {:.0f} s (a grid of full trials over the same {} configs: {:.0f} s)",
+                       result.trials.size(), config.search_wall_s, space.candidates().size(), config.grid_equivalent_s));
+  if (result.stopped_early) rep.line("stopped early (Ctrl-C or --budget): this is the best config found so far");
+  write_config(r, ctx, config);
+  if (r.emit == "python") ctx.io.out << tune::emit_python(config);
+  if (r.out != "-") rep.line("config written to " + r.out);
+  return 0;
+}
+
+}  // namespace gpufeed::cli

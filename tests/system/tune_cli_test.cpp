@@ -1,0 +1,231 @@
+// `gpufeed tune` and `gpufeed check` through the CLI and the binary:
+// simulate from profiles, the built-in and --exec targets on small real runs,
+// the config's schema and Python snippet, check's pass and fail paths, the
+// trial time bound and Ctrl-C.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "support/cli_runner.hpp"
+#include "support/schema_validator.hpp"
+#include "support/temp_dir.hpp"
+
+namespace gpufeed {
+namespace {
+
+using testing::read_file;
+using testing::run_cli;
+using testing::schema_errors;
+using testing::TempDir;
+
+nlohmann::json load(const std::filesystem::path& p) { return nlohmann::json::parse(read_file(p)); }
+
+// Exited: no such process, or a zombie waiting for init to reap it (the
+// process was killed; its parent, the trial's shell, is gone).
+bool gone(int pid) {
+  for (int i = 0; i < 50; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// Fast trials: a synthetic store with a 4 ms read, a 2 ms step.
+std::vector<std::string> quick_tune(const std::filesystem::path& out) {
+  return {"tune", "--data", "synthetic:memory,samples=4000,size=2KiB,read-ms=4,sigma=0", "--batch-size", "4",
+          "--step-ms", "2", "--trial-seconds", "1", "--first-round-seconds", "0.5", "--measure-seconds", "0.3",
+          "--max-workers", "8", "--device", "host", "--out", out.string()};
+}
+
+TEST(TuneCli, SimulateFromProfilesWritesAValidConfig) {
+  TempDir dir;
+  const auto out = dir / "sim.json";
+  const auto r = run_cli({"tune", "--simulate", "--profile", "h100-8", "--profile", "imagenet-resnet50", "--out",
+                          out.string(), "--emit", "python"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = load(out);
+  EXPECT_EQ(schema_errors("config", doc), "");
+  EXPECT_EQ(doc["search"]["mode"], "simulate");
+  EXPECT_EQ(doc["ranks"].size(), 8u);
+  EXPECT_GE(doc["dataloader"]["num_workers"].get<int>(), 2);
+  EXPECT_NE(r.out.find("DATALOADER_KWARGS"), std::string::npos);
+  // The snippet is Python that runs (no torch needed for the definitions).
+  const auto snippet = dir.write("snippet.py", r.out.substr(r.out.find("# DataLoader settings")));
+  const std::string cmd = "/usr/bin/python3 -c \"exec(open('" + snippet.string() +
+                          "').read().split('  config written')[0]); print(DATALOADER_KWARGS['num_workers'])\" > " +
+                          (dir / "py.out").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(dir / "py.out");
+}
+
+TEST(TuneCli, SimulateRefusesMissingOrWrongProfiles) {
+  EXPECT_EQ(run_cli({"tune", "--simulate", "--profile", "h100-8"}).code, 2);
+  const auto r = run_cli({"tune", "--simulate", "--profile", "h100-8", "--profile", "no-such-profile"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no-such-profile"), std::string::npos);
+}
+
+TEST(TuneCli, BuiltinTargetPicksEnoughWorkersAndRecordsItsTrials) {
+  TempDir dir;
+  const auto out = dir / "config.json";
+  const auto r = run_cli(quick_tune(out));
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  for (const char* phase : {"[1/5] budget", "[2/5] measure", "[3/5] model", "[4/5] verify", "[5/5] choose"}) {
+    EXPECT_NE(r.out.find(phase), std::string::npos) << phase;
+  }
+  const auto doc = load(out);
+  EXPECT_EQ(schema_errors("config", doc), "");
+  // Demand: 4 samples per 2 ms step = 2000/s; a worker supplies 250/s: the
+  // step needs 8 workers, the most allowed. Fewer would starve it.
+  EXPECT_GE(doc["dataloader"]["num_workers"].get<int>(), 6);
+  EXPECT_FALSE(doc["search"]["trials"].empty());
+  EXPECT_GT(doc["prediction"]["samples_per_s"].get<double>(), 0);
+  EXPECT_LT(doc["search"]["wall_s"].get<double>(), doc["search"]["grid_equivalent_s"].get<double>());
+}
+
+TEST(TuneCli, ExecTargetRunsTheJobPerTrialAndReadsItsMetric) {
+  TempDir dir;
+  const auto out = dir / "config.json";
+  // A "job" whose throughput peaks at 4 workers and prefetch does not matter.
+  const auto job = dir.write("job.sh", "w=$1\nif [ $w -gt 4 ]; then r=$((400 - w)); else r=$((w * 100)); fi\n"
+                                       "echo \"epoch 1 samples/s: $r\"\n");
+  auto args = quick_tune(out);
+  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers} {prefetch_factor}", "--search", "grid"});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const auto doc = load(out);
+  EXPECT_EQ(doc["dataloader"]["num_workers"], 4);
+  EXPECT_EQ(doc["dataloader"]["prefetch_factor"], 1) << "the cheapest of equals";
+  EXPECT_EQ(doc["workload"]["target"], "exec");
+  EXPECT_EQ(doc["search"]["trials"].size(), 6u * 4u) << "grid: workers 1,2,3,4,6,8 x prefetch 1,2,4,8";
+}
+
+TEST(TuneCli, ExecTrialsAreTimeBoundAndStopTheJobsChildren) {
+  TempDir dir;
+  const auto out = dir / "config.json";
+  const auto pids = dir / "pids";
+  // Prints its metric, then hangs with a child: both must be gone after each trial.
+  const auto job = dir.write("job.sh", "sleep 300 & echo $! >> " + pids.string() + "\necho $$ >> " + pids.string() +
+                                           "\necho \"samples/s: $1\"\nwait\n");
+  auto args = quick_tune(out);
+  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
+  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+  std::ifstream in(pids);
+  int pid = 0, count = 0;
+  while (in >> pid) {
+    ++count;
+    EXPECT_TRUE(gone(pid)) << "process " << pid << " outlived its trial";
+  }
+  EXPECT_GT(count, 0);
+}
+
+TEST(TuneCli, BadRequestsAreUsageErrors) {
+  EXPECT_EQ(run_cli({"tune", "--batch-size", "4"}).code, 2) << "no --data";
+  EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--search", "random"}).code, 2);
+  EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--exec", "train.py --workers 4"}).code, 2);
+  EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--exec", "x {num_workers} {gpus}"}).code, 2);
+  EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--exec", "x {num_workers}", "--metric-regex", "("}).code, 2);
+  EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--emit", "rust"}).code, 2);
+}
+
+class CheckCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto r = run_cli(quick_tune(config_));
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  std::filesystem::path edited(const std::function<void(nlohmann::json&)>& edit) {
+    auto doc = load(config_);
+    edit(doc);
+    const auto path = dir_ / "edited.json";
+    std::ofstream(path) << doc.dump();
+    return path;
+  }
+  TempDir dir_;
+  std::filesystem::path config_ = dir_ / "config.json";
+};
+
+TEST_F(CheckCli, PassesOnTheMachineItWasTunedOn) {
+  const auto r = run_cli({"check", "--config", config_.string(), "--seconds", "2", "--tolerance", "0.3", "--json", "-"});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(schema_errors("check", doc), "");
+  EXPECT_EQ(doc["verdict"], "pass");
+  EXPECT_GT(doc["measured_samples_per_s"].get<double>(), 0);
+}
+
+TEST_F(CheckCli, FailsWhenTooSlowForThePrediction) {
+  const auto path = edited([](nlohmann::json& d) { d["prediction"]["samples_per_s"] = 1e9; });
+  const auto r = run_cli({"check", "--config", path.string(), "--seconds", "1"});
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.out.find("FAIL  throughput"), std::string::npos) << r.out;
+}
+
+TEST_F(CheckCli, FailsWhenTheConfigDoesNotFitTheMachine) {
+  const auto path = edited([](nlohmann::json& d) { d["dataloader"]["num_workers"] = 4096; });
+  const auto r = run_cli({"check", "--config", path.string(), "--seconds", "1"});
+  EXPECT_EQ(r.code, 4);
+  EXPECT_NE(r.err.find("cores"), std::string::npos) << r.err;
+}
+
+TEST_F(CheckCli, FailsOnAnUnknownSchemaVersion) {
+  const auto path = edited([](nlohmann::json& d) { d["schema"] = "gpufeed.config/v9"; });
+  const auto r = run_cli({"check", "--config", path.string()});
+  EXPECT_EQ(r.code, 4);
+  EXPECT_NE(r.err.find("gpufeed.config/v9"), std::string::npos) << r.err;
+}
+
+TEST(CheckCliInput, AMissingOrBrokenConfigIsAUsageError) {
+  TempDir dir;
+  EXPECT_EQ(run_cli({"check", "--config", (dir / "none.json").string()}).code, 2);
+  const auto broken = dir.write("broken.json", "{ not json");
+  EXPECT_EQ(run_cli({"check", "--config", broken.string()}).code, 2);
+}
+
+TEST(TuneBinary, CtrlCWritesTheBestConfigSoFar) {
+  TempDir dir;
+  const auto out = dir / "config.json";
+  const auto job = dir.write("job.sh", "sleep 0.3; echo \"samples/s: $(( $1 * 10 ))\"\n");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen((dir / "stdout").c_str(), "w", stdout);
+    freopen((dir / "stderr").c_str(), "w", stderr);
+    execl(GPUFEED_BINARY, GPUFEED_BINARY, "tune", "--data", "synthetic:memory,samples=1000,size=1KiB", "--batch-size",
+          "4", "--measure-seconds", "0.2", "--search", "grid", "--trial-seconds", "5", "--exec",
+          ("sh " + job.string() + " {num_workers}").c_str(), "--out", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until a few trials are done, then interrupt.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (read_file(dir / "stdout").find("full  3 workers") != std::string::npos) break;
+  }
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << read_file(dir / "stderr");
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(dir / "stderr");
+  const auto doc = load(out);
+  EXPECT_EQ(schema_errors("config", doc), "");
+  EXPECT_EQ(doc["search"]["partial"], true);
+  EXPECT_LT(doc["search"]["trials"].size(), 24u);
+}
+
+}  // namespace
+}  // namespace gpufeed
