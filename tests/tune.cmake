@@ -4,3 +4,7 @@ gpufeed_test_suite(gpufeed_tune_unit_tests unit
   unit/tune_search_test.cpp)
 gpufeed_test_suite(gpufeed_tune_system_tests system
   system/tune_cli_test.cpp)
+# The pure-Python helper that applies a config to a DataLoader (standard library only).
+add_test(NAME python.gpufeed_config
+         COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/python/test_gpufeed_config.py)
+set_tests_properties(python.gpufeed_config PROPERTIES LABELS unit)

@@ -7,6 +7,7 @@
 #include "bench_setup.hpp"
 #include "context.hpp"
 #include "gpufeed/loader/bench_report.hpp"
+#include "gpufeed/loader/cache.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/units.hpp"
@@ -125,6 +126,15 @@ int run_bench(BenchOptions& o, Context& ctx) {
   report.setup.step = step->describe();
   report.setup.config = o.config;
   report.tiers = source->tier_stats();
+  for (const auto& h : loader::cache_health(*source)) {
+    if (h.write_failures) {
+      report.notes.push_back(fmt::format("{} cache: {} writes failed (last: {}); reads were served from the store",
+                                         h.tier, h.write_failures, h.last_write_error));
+    }
+    if (h.corrupt) {
+      report.notes.push_back(fmt::format("{} cache: {} entries failed validation and were fetched again", h.tier, h.corrupt));
+    }
+  }
   report.peak_rss_bytes = loader::peak_rss_bytes();
   if (report.figures.steady_from_start) {
     report.notes.push_back("the run ended before the warm-up did: figures include the start; run longer");

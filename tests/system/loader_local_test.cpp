@@ -137,8 +137,11 @@ TEST(LoaderOnFiles, TheHostBackendDeliversEveryFileInOrder) {
     expected = std::stoull(key.substr(3, 4));
     EXPECT_EQ(step.seen[k], expected) << key;
   }
-  EXPECT_EQ(f.transfer.copies, 12u);
-  EXPECT_EQ(f.transfer.bytes, 12u * 8u * 64u);
+  // The transfer thread may have copied up to two batches (the device slots)
+  // ahead of the last step.
+  EXPECT_GE(f.transfer.copies, 12u);
+  EXPECT_LE(f.transfer.copies, 14u);
+  EXPECT_EQ(f.transfer.bytes, f.transfer.copies * 8u * 64u);
   // Workers run ahead of the step by up to prefetch x workers batches.
   EXPECT_GE(f.bytes_read, 96u * 64u);
   EXPECT_LE(f.bytes_read, (12u + 3u * 2u) * 8u * 64u);

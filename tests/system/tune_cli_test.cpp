@@ -66,6 +66,11 @@ TEST(TuneCli, SimulateFromProfilesWritesAValidConfig) {
                           "').read().split('  config written')[0]); print(DATALOADER_KWARGS['num_workers'])\" > " +
                           (dir / "py.out").string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(dir / "py.out");
+  // The helper module loads it and drives a real DataLoader with it.
+  const std::string helper = "GPUFEED_CONFIG_UNDER_TEST=" + out.string() + " /usr/bin/python3 " +
+                             GPUFEED_SOURCE_DIR + "/python/test_gpufeed_config.py > " + (dir / "helper.out").string() +
+                             " 2>&1";
+  EXPECT_EQ(std::system(helper.c_str()), 0) << read_file(dir / "helper.out");
 }
 
 TEST(TuneCli, SimulateRefusesMissingOrWrongProfiles) {

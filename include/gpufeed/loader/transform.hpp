@@ -18,7 +18,7 @@ class SampleTransform {
   virtual std::string describe() const = 0;  // "jpeg decode + resize to 224x224x3"
   // Bytes one sample occupies in the batch buffer.
   virtual std::size_t output_bytes() const = 0;
-  // Shape of one output sample for a model step ({3, 224, 224} for images,
+  // Shape of one output sample for a model step ({224, 224, 3}: HWC uint8 for images,
   // {output_bytes()} otherwise).
   virtual std::vector<std::int64_t> sample_shape() const = 0;
   // Writes the sample into `out` (exactly output_bytes() long). Throws

@@ -312,10 +312,8 @@ class Pipeline {
     if (used < batch_bytes_) std::memset(buffers_[task.buffer].data + used, 0, batch_bytes_ - used);
   }
 
-  bool stopping() {
-    std::lock_guard lock(mu_);
-    return stopping_;
-  }
+  // Read on every sample: an atomic, so workers do not contend for mu_.
+  bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
 
   // --- transfer thread: ready batches, in order, onto the device --------------
   void transfer_main() {
@@ -502,7 +500,7 @@ class Pipeline {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};  // written under mu_ (for the waits), read anywhere
   std::exception_ptr failure_;
   std::deque<std::size_t> free_buffers_;
   std::vector<std::deque<Task>> queues_;

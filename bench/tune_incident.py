@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""Issue 6's acceptance benchmark: tune against an exhaustive grid on a real
+PyTorch DataLoader job, on a reproduction of the incident and on local files.
+
+Scenarios:
+  fuse  ~50 KB JPEGs behind the latencyfs FUSE fixture (heavy-tailed lookup,
+        getattr and open latency: tens of ms with a long tail); the job reads
+        raw bytes (--decode none), so storage latency is the limit;
+  local the same files on local disk, decoded with PIL (--decode pil): the
+        CPU is the limit.
+For each:
+  grid   every (num_workers, prefetch_factor) of tune's space run on the job
+         -> the best throughput G and the grid's wall time;
+  (a)    tune --search model (built-in loader target); its config applied to
+         the job (median of --repeat runs) -> >= 95% of G?
+  (b)    tune --search model --exec (the job itself) -> the same;
+  (c)    tune's wall time <= 25% of the grid's?
+  (d)    the model's predicted throughput for the chosen config
+         (model_samples_per_s) within +-10% of the job's measured one?
+
+Run as root (FUSE) from the repository root after scripts/setup.sh:
+  /usr/bin/python3 bench/tune_incident.py [--scenarios fuse,local] [--seconds 8]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GPUFEED = os.path.join(ROOT, "build", "gpufeed")
+LATENCYFS = os.path.join(ROOT, "build", "tests", "fixtures", "latencyfs", "gpufeed-latencyfs")
+JOB = os.path.join(ROOT, "tests", "fixtures", "slow_job.py")
+PY = "/usr/bin/python3"
+
+
+def job_cmd(data, workers, prefetch, a, decode, seconds):
+    return [PY, JOB, "--data", data, "--workers", str(workers), "--prefetch", str(prefetch), "--batch-size",
+            str(a.batch_size), "--step-ms", str(a.step_ms), "--duration", str(seconds), "--decode", decode,
+            "--persistent"]
+
+
+def run_job(data, workers, prefetch, a, decode):
+    out = subprocess.run(job_cmd(data, workers, prefetch, a, decode, a.seconds), capture_output=True, text=True,
+                         timeout=a.seconds + 60).stdout
+    m = re.findall(r"final samples/s: ([0-9.]+)", out)
+    return float(m[-1]) if m else 0.0
+
+
+def tune(data, a, decode, extra):
+    out_path = tempfile.mktemp(suffix=".json")
+    work = ["--decode", "jpeg"] if decode == "pil" else ["--decode", "none"]
+    cmd = [GPUFEED, "tune", "--data", data, "--batch-size", str(a.batch_size), "--step-ms", str(a.step_ms),
+           "--device", "host", "--out", out_path, "--trial-seconds", str(a.trial_seconds), "--first-round-seconds",
+           str(a.first_round_seconds), "--measure-seconds", "1"] + work + extra
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if r.returncode != 0:
+        sys.exit(f"tune failed ({r.returncode}): {r.stderr.strip()}\n{r.stdout}")
+    with open(out_path) as f:
+        cfg = json.load(f)
+    os.unlink(out_path)
+    return cfg, wall
+
+
+def scenario(name, data, decode, a):
+    print(f"\n=== {name}: {data} (job --decode {decode}, batch {a.batch_size}, step {a.step_ms} ms)", flush=True)
+    space_w = [w for w in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if w <= a.max_workers]
+    space_p = [1, 2, 4, 8]
+    t0 = time.monotonic()
+    grid = {}
+    for w in space_w:
+        for p in space_p:
+            grid[(w, p)] = run_job(data, w, p, a, decode)
+            print(f"  grid {w:2} workers, prefetch {p}: {grid[(w, p)]:7.1f} samples/s", flush=True)
+    grid_wall = time.monotonic() - t0
+    best = max(grid.values())
+    best_cfg = max(grid, key=grid.get)
+    print(f"  grid best {best:.1f} samples/s at {best_cfg}; grid wall {grid_wall:.0f} s")
+
+    results = {}
+    job_exec = " ".join(job_cmd(data, "{num_workers}", "{prefetch_factor}", a, decode, a.trial_seconds + 2))
+    for label, extra in (("(a) built-in", ["--max-workers", str(a.max_workers)]),
+                         ("(b) --exec", ["--max-workers", str(a.max_workers), "--exec", job_exec, "--metric-regex",
+                                         r"samples/s: ([0-9.]+)"])):
+        cfg, wall = tune(data, a, decode, extra)
+        dl = cfg["dataloader"]
+        w, p = dl["num_workers"], dl["prefetch_factor"]
+        runs = [run_job(data, w, p, a, decode) for _ in range(a.repeat)]
+        measured = statistics.median(runs)
+        model = cfg["prediction"]["model_samples_per_s"]
+        results[label] = dict(w=w, p=p, measured=measured, ratio=measured / best, wall=wall, model=model,
+                              model_err=(model / measured - 1) if measured else float("inf"))
+        r = results[label]
+        print(f"  {label}: chose {w} workers, prefetch {p}; job runs {['%.1f' % x for x in runs]} -> "
+              f"{measured:.1f} samples/s = {r['ratio']:.3f} of the grid's best (>= 0.95: "
+              f"{'yes' if r['ratio'] >= 0.95 else 'NO'}); tune wall {wall:.0f} s = {wall / grid_wall:.3f} of the grid's "
+              f"(<= 0.25: {'yes' if wall / grid_wall <= 0.25 else 'NO'}); model {model:.1f} -> error "
+              f"{r['model_err'] * 100:+.1f}% (within 10%: {'yes' if abs(r['model_err']) <= 0.10 else 'NO'})",
+              flush=True)
+    return dict(best=best, best_cfg=best_cfg, grid_wall=grid_wall, results=results)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenarios", default="fuse,local")
+    ap.add_argument("--files", type=int, default=400)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--step-ms", type=float, default=60)
+    ap.add_argument("--seconds", type=float, default=8, help="each job run")
+    ap.add_argument("--repeat", type=int, default=3, help="job runs of a chosen config")
+    ap.add_argument("--max-workers", type=int, default=8)
+    ap.add_argument("--trial-seconds", type=float, default=6)
+    ap.add_argument("--first-round-seconds", type=float, default=3)
+    ap.add_argument("--lookup-ms", type=float, default=15)
+    ap.add_argument("--getattr-ms", type=float, default=15)
+    ap.add_argument("--open-ms", type=float, default=10)
+    ap.add_argument("--sigma", type=float, default=0.8)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="gpufeed-tune-bench-")
+    mount = None
+    try:
+        src = os.path.join(tmp, "src")
+        subprocess.run([PY, os.path.join(ROOT, "tests", "fixtures", "make_dataset.py"), src, "--files", str(a.files),
+                        "--classes", "4", "--size-kb", "50"], check=True, capture_output=True)
+        out = {}
+        for name in a.scenarios.split(","):
+            if name == "fuse":
+                mnt = os.path.join(tmp, "mnt")
+                os.makedirs(mnt)
+                mount = subprocess.Popen([LATENCYFS, src, mnt, "--lookup-ms", str(a.lookup_ms), "--getattr-ms",
+                                          str(a.getattr_ms), "--open-ms", str(a.open_ms), "--sigma", str(a.sigma),
+                                          "--threads", "64"])
+                for _ in range(100):
+                    if os.path.ismount(mnt):
+                        break
+                    time.sleep(0.1)
+                out[name] = scenario("fuse (the incident)", mnt, "none", a)
+            elif name == "local":
+                out[name] = scenario("local (CPU decode is the limit)", src, "pil", a)
+        print("\nSummary")
+        for name, s in out.items():
+            for label, r in s["results"].items():
+                print(f"  {name:5} {label:13} {r['ratio']:.3f} of grid best | wall {r['wall'] / s['grid_wall']:.3f} of grid "
+                      f"| model error {r['model_err'] * 100:+.1f}%")
+    finally:
+        if mount:
+            subprocess.run(["fusermount3", "-u", os.path.join(tmp, "mnt")], capture_output=True)
+            mount.terminate()
+            mount.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
