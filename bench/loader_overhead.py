@@ -112,7 +112,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=8000)
     ap.add_argument("--size-kib", type=int, default=50)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", default="1,2", help="concurrency levels, e.g. 1,2")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--skip-torch", action="store_true")
@@ -125,23 +125,29 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gpufeed-loader-bench-")
     try:
         root = os.path.join(tmp, "files")
-        make_files(root, a.workers, a.files, size)
-        rates = {"fio": [], "gpufeed": [], "pytorch": []}
-        for r in range(a.rounds):
-            warm_page_cache(root)
-            rates["fio"].append(fio_rate(root, a.workers, a.files, size, a.seconds))
-            rates["gpufeed"].append(gpufeed_rate(root, a.workers, a.seconds))
-            if not a.skip_torch:
-                rates["pytorch"].append(torch_rate(root, a.workers, a.seconds))
-            print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in rates.items() if v), flush=True)
-        med = {k: statistics.median(v) for k, v in rates.items() if v}
-        print(f"\n{a.files} files x {a.size_kib} KiB (page cache), {a.workers} workers/jobs, "
-              f"{a.rounds} rounds x {a.seconds} s, medians:")
-        for k, v in med.items():
-            print(f"  {k:8} {v:10.0f} samples/s")
-        print(f"  gpufeed / fio     = {med['gpufeed'] / med['fio']:.2f}  (target >= 0.8)")
-        if "pytorch" in med:
-            print(f"  gpufeed / PyTorch = {med['gpufeed'] / med['pytorch']:.2f}")
+        levels = [int(w) for w in a.workers.split(",")]
+        # fio names files after its jobs: lay them out for the largest level;
+        # every level reads the same files (gpufeed and PyTorch read them all).
+        make_files(root, max(levels), a.files, size)
+        for workers in levels:
+            rates = {"fio": [], "gpufeed": [], "pytorch": []}
+            for r in range(a.rounds):
+                warm_page_cache(root)
+                rates["fio"].append(fio_rate(root, workers, a.files, size, a.seconds))
+                rates["gpufeed"].append(gpufeed_rate(root, workers, a.seconds))
+                if not a.skip_torch:
+                    rates["pytorch"].append(torch_rate(root, workers, a.seconds))
+                print(f"{workers} workers, round {r + 1}: " + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in rates.items() if v),
+                      flush=True)
+            med = {k: statistics.median(v) for k, v in rates.items() if v}
+            print(f"\n{a.files} files x {a.size_kib} KiB (page cache), {workers} workers/jobs, "
+                  f"{a.rounds} rounds x {a.seconds} s, medians:")
+            for k, v in med.items():
+                print(f"  {k:8} {v:10.0f} samples/s")
+            print(f"  gpufeed / fio     = {med['gpufeed'] / med['fio']:.2f}  (target >= 0.8)")
+            if "pytorch" in med:
+                print(f"  gpufeed / PyTorch = {med['gpufeed'] / med['pytorch']:.2f}")
+            print(flush=True)
     finally:
         shutil.rmtree(tmp)
 

@@ -50,7 +50,7 @@ struct SearchOptions {
   double tolerance = 0.02;         // "within 2% of the best"
   double trial_seconds = 10;       // a full trial
   double first_round_seconds = 4;  // the short round that weeds out losers
-  int shortlist = 4;               // top predictions verified (plus neighbours)
+  int shortlist = 3;               // top predictions verified (plus neighbours)
   double budget_seconds = 0;       // wall-time budget of all trials; 0: none
   std::function<void(const Trial&, const std::optional<Trial>& best)> on_trial;
   const std::atomic<bool>* stop = nullptr;
@@ -70,8 +70,9 @@ struct SearchResult {
 };
 
 // The best prediction for each of the top `k` worker counts (by predicted
-// throughput, ties to the cheaper), each with its neighbours in the space (next workers up and down, next prefetch
-// up and down), without duplicates, best prediction first.
+// throughput, ties to the cheaper), then their neighbours in the space (one
+// step fewer and more workers, each with the prefetch the model prefers for
+// it), without duplicates, best prediction first.
 std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k);
 
 // Of the successful trials (full rounds preferred), the cheapest within

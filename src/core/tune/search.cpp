@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace gpufeed::tune {
@@ -93,6 +94,13 @@ std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, con
     if (a.samples_per_s != b.samples_per_s) return a.samples_per_s > b.samples_per_s;
     return cheaper(a.candidate, b.candidate);
   });
+  // For each worker count, the prefetch (and pinning) the model likes best.
+  auto best_for = [&](int workers) -> std::optional<Candidate> {
+    for (const auto& p : ranked) {
+      if (p.candidate.workers == workers) return p.candidate;
+    }
+    return std::nullopt;
+  };
   std::vector<Candidate> out;
   auto add = [&](const Candidate& c) {
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
@@ -104,18 +112,15 @@ std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, con
     if (std::find(worker_counts.begin(), worker_counts.end(), c.workers) != worker_counts.end()) continue;
     worker_counts.push_back(c.workers);
     add(c);
-    const int wi = index_of(space.workers, c.workers);
-    const int pi = index_of(space.prefetch, c.prefetch_factor);
-    // Neighbours: one step fewer and more workers, one step less and more prefetch.
+  }
+  // Neighbours: one step fewer and more workers than each pick, each with
+  // the model's preferred prefetch. Trials then settle the knee.
+  for (std::size_t i = 0, n = out.size(); i < n; ++i) {
+    const int wi = index_of(space.workers, out[i].workers);
     for (int d : {-1, 1}) {
       const int w = wi + d;
-      if (wi >= 0 && w >= 0 && w < static_cast<int>(space.workers.size())) {
-        add({space.workers[static_cast<std::size_t>(w)], c.prefetch_factor, c.pin_memory});
-      }
-      const int p = pi + d;
-      if (pi >= 0 && p >= 0 && p < static_cast<int>(space.prefetch.size())) {
-        add({c.workers, space.prefetch[static_cast<std::size_t>(p)], c.pin_memory});
-      }
+      if (wi < 0 || w < 0 || w >= static_cast<int>(space.workers.size())) continue;
+      if (auto c = best_for(space.workers[static_cast<std::size_t>(w)])) add(*c);
     }
   }
   return out;
@@ -175,7 +180,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     const double cut = first.front().samples_per_s * (1 - std::max(0.10, 3 * options.tolerance));
     std::vector<Candidate> finalists;
     for (const auto& t : first) {
-      if (t.samples_per_s >= cut && finalists.size() < 4) finalists.push_back(t.candidate);
+      if (t.samples_per_s >= cut && finalists.size() < 3) finalists.push_back(t.candidate);
     }
     for (const auto& c : finalists) {
       if (!log.run(c, options.trial_seconds, 2)) break;
