@@ -70,6 +70,7 @@ std::unique_ptr<loader::SampleTransform> make_transform(const WorkOptions& o,
     loader::JpegOptions jpeg;
     jpeg.width = jpeg.height = o.image_size;
     jpeg.crop = loader::parse_crop_mode(o.crop);
+    jpeg.dct_scaling = !o.full_decode;
     return loader::make_jpeg_transform(jpeg);
   }
   if (o.decode != "none") throw usage_error(fmt::format("--decode {} is not known", o.decode), "use none or jpeg");

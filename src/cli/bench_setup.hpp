@@ -30,6 +30,7 @@ struct WorkOptions {
   double cpu_us = 0;
   int image_size = 224;
   std::string crop = "center";
+  bool full_decode = false;     // no DCT scaling: decode at full size, as PIL without draft() does
   std::string sample_bytes;     // --decode none: slot size; empty: the largest sample
 };
 

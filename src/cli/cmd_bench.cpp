@@ -181,6 +181,9 @@ Command add_bench_command(CLI::App& app) {
       ->group("Per sample");
   cmd->add_option("--image-size", o->work.image_size, "--decode jpeg: output side in pixels")->default_val(224)
       ->group("Per sample");
+  cmd->add_flag("--full-decode", o->work.full_decode,
+                "--decode jpeg: decode at full size, as PIL and torchvision do (default: DCT-scaled, like PIL's draft mode)")
+      ->group("Per sample");
   cmd->add_option("--crop", o->work.crop, "--decode jpeg: center or random-resized")->default_val("center")
       ->group("Per sample");
   cmd->add_option("--sample-bytes", o->work.sample_bytes, "--decode none: bytes per sample in the batch "

@@ -40,6 +40,8 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_flag("--bind", r->bind, "Bind trial workers to each rank's NUMA-local cores");
   cmd->add_option("--decode", r->work.decode, "Per-sample work: none or jpeg")->default_val("none")->group("Per sample");
   cmd->add_option("--cpu-us", r->work.cpu_us, "Per-sample CPU work in microseconds")->group("Per sample");
+  cmd->add_flag("--full-decode", r->work.full_decode, "--decode jpeg: decode at full size, as PIL does")
+      ->group("Per sample");
   cmd->add_option("--image-size", r->work.image_size, "--decode jpeg output side")->default_val(224)->group("Per sample");
   cmd->add_option("--device", r->device.device, "auto, cuda, hip or host")->default_val("auto");
   cmd->add_option("--s3-endpoint", r->data.s3_endpoint, "S3-compatible endpoint URL")->group("S3");

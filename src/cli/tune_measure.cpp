@@ -20,7 +20,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 // figure is the CPU time one worker pays.
 tune::Distribution measure_cpu(const MeasureRequest& r) {
   const auto& samples = *r.samples;
-  const std::size_t n = std::min<std::size_t>(samples.size(), 48);
+  const std::size_t n = std::min<std::size_t>(samples.size(), 24);
   std::vector<std::vector<std::byte>> inputs(n);
   for (std::size_t i = 0; i < n; ++i) r.source->read(samples[i * samples.size() / n], inputs[i]);
   std::vector<std::byte> out(r.transform->output_bytes());

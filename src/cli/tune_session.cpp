@@ -290,6 +290,7 @@ int run_simulate(const TuneRequest& r, Context& ctx, Reporter& rep) {
   config.chosen = chosen.candidate;
   const auto [lo, hi] = seed_interval(w, node, chosen.candidate);
   config.prediction = {chosen.samples_per_s, lo, hi, chosen.node_samples_per_s, chosen.starvation, chosen.samples_per_s};
+  config.prediction.model_raw_samples_per_s = chosen.samples_per_s;
   config.search = "simulate";
   config.reason = fmt::format("the cheapest config the model predicts within {:g}% of the best predicted throughput "
                               "(simulation only: no trials)", r.tolerance * 100);
@@ -486,8 +487,29 @@ int run_tune(const TuneRequest& r, Context& ctx) {
   const auto [seed_lo, seed_hi] = seed_interval(m.workload, node, chosen);
   const double measured = choice.chosen.samples_per_s;
   const double half = std::max({model_error, (seed_hi - seed_lo) / std::max(1.0, 2 * model_of_chosen.samples_per_s), 0.02});
+  // The model, calibrated: scaled by the median measured/predicted ratio of
+  // the other configs' full trials (leave-one-out, so the chosen config's own
+  // trial does not grade itself). Without such trials, the raw figure.
+  std::vector<double> ratios;
+  for (const auto& t : result.trials) {
+    if (!t.ok || t.round != 2 || t.candidate == chosen) continue;
+    for (const auto& p : predictions) {
+      if (p.candidate == t.candidate && p.samples_per_s > 0) ratios.push_back(t.samples_per_s / p.samples_per_s);
+    }
+  }
+  if (ratios.empty()) {  // fall back to the short round
+    for (const auto& t : result.trials) {
+      if (!t.ok || t.candidate == chosen) continue;
+      for (const auto& p : predictions) {
+        if (p.candidate == t.candidate && p.samples_per_s > 0) ratios.push_back(t.samples_per_s / p.samples_per_s);
+      }
+    }
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double scale = ratios.empty() ? 1.0 : ratios[ratios.size() / 2];
   config.prediction = {measured, measured * std::max(0.0, 1 - half), measured * (1 + half), measured * budget.ranks,
-                       choice.chosen.starvation, model_of_chosen.samples_per_s};
+                       choice.chosen.starvation, model_of_chosen.samples_per_s * scale};
+  config.prediction.model_raw_samples_per_s = model_of_chosen.samples_per_s;
   config.environment = environment_advice(m.workload, node, chosen);
   config.cache = cache_advice(m.workload, node, chosen, m.dataset_bytes, m.mean_sample_bytes, budget.mem_per_rank,
                               model_of_chosen.samples_per_s);
@@ -503,9 +525,10 @@ int run_tune(const TuneRequest& r, Context& ctx) {
   config.workload.sample_bytes = transform->output_bytes();
   config.workload.ranks = budget.ranks;
 
-  rep.line(fmt::format("predicted {:.0f} samples/s per rank (interval {:.0f}-{:.0f}; the model alone said {:.0f})",
+  rep.line(fmt::format("predicted {:.0f} samples/s per rank (interval {:.0f}-{:.0f}); the model says {:.0f} "
+                       "(raw {:.0f}, scaled x{:.2f} by the other configs' trials)",
                        config.prediction.samples_per_s, config.prediction.low, config.prediction.high,
-                       config.prediction.model_samples_per_s));
+                       config.prediction.model_samples_per_s, config.prediction.model_raw_samples_per_s, scale));
   for (const auto& e : config.environment) rep.line(fmt::format("set {}={}: {}", e.name, e.value, e.because));
   for (const auto& a : config.cache) rep.line(fmt::format("cache ({}): {}", a.tier, a.because));
   rep.line(fmt::format("{} trials in {:.0f} s (a grid of full trials over the same {} configs: {:.0f} s)",

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -115,14 +116,19 @@ ExecTrialRunner::ExecTrialRunner(ExecTrialSetup setup) : setup_(std::move(setup)
 namespace {
 
 // Ends the job and everything it started: SIGTERM to its process group, then
-// SIGKILL after a grace period. Always reaps.
-void stop_group(pid_t pid) {
+// SIGKILL after a grace period. Always reaps the job; `exited` says whether
+// it ended by itself.
+void stop_group(pid_t pid, int& status, bool& exited) {
+  if (waitpid(pid, &status, WNOHANG) == pid) {
+    exited = WIFEXITED(status);
+    kill(-pid, SIGKILL);  // stragglers of the group (workers)
+    return;
+  }
   kill(-pid, SIGTERM);
   const auto deadline = Clock::now() + std::chrono::seconds(3);
-  int status = 0;
   while (Clock::now() < deadline) {
     if (waitpid(pid, &status, WNOHANG) == pid) {
-      kill(-pid, SIGKILL);  // stragglers of the group (workers)
+      kill(-pid, SIGKILL);
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -153,14 +159,22 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   close(fds[1]);
   std::string output;
   bool exited = false;
+  bool asked_to_stop = false;
   int status = 0;
-  const auto deadline = start + std::chrono::duration<double>(seconds);
+  auto deadline = start + std::chrono::duration<double>(seconds);
   for (;;) {
-    if (setup_.stop && setup_.stop->load()) break;
+    if (!asked_to_stop && ((setup_.stop && setup_.stop->load()) || Clock::now() >= deadline)) {
+      // Time is up: SIGTERM the job's group and keep reading a little, so a
+      // job that reports its steady-state figure on SIGTERM is heard.
+      kill(-pid, SIGTERM);
+      asked_to_stop = true;
+      deadline = Clock::now() + std::chrono::seconds(5);
+    } else if (asked_to_stop && Clock::now() >= deadline) {
+      break;
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) break;
     pollfd p{fds[0], POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(std::min<long>(left, 200))) > 0) {
+    if (poll(&p, 1, static_cast<int>(std::clamp<long>(left, 1, 200))) > 0) {
       char buf[4096];
       const ssize_t n = read(fds[0], buf, sizeof buf);
       if (n > 0) {
@@ -168,15 +182,14 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
         if (output.size() > (1 << 20)) output.erase(0, output.size() - (1 << 19));  // keep the tail
         continue;
       }
-      if (n == 0) {  // the job closed its output: wait for it
-        waitpid(pid, &status, 0);
-        exited = true;
+      if (n == 0) {  // the job closed its output: it has ended (or is ending)
         break;
       }
     }
   }
   close(fds[0]);
-  if (!exited) stop_group(pid);
+  // Reap the job; SIGKILL what is left of its group (children, stragglers).
+  stop_group(pid, status, exited);
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   // The last value the job printed is its latest steady-state figure.
   std::optional<double> value;

@@ -112,10 +112,13 @@ class LocalSource final : public SampleSource {
   void read(const SampleInfo& s, std::vector<std::byte>& out) override {
     FileDescriptor fd(::open(path_of(s.key).c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) throw sample_error(s, "open", errno);
-    // The listed size is a hint; read to EOF so a grown file is read whole.
-    // Asking for one byte more than expected lets a short read say EOF, so
+    // Like Python's open(path, "rb").read(), which a PyTorch Dataset does:
+    // open, fstat twice (Python's buffered open, then readall sizing its
+    // buffer), read to EOF. On FUSE or NFS each fstat is a round trip of its
+    // own, so the loader pays what the job pays.
+    // Asking for one byte more than the size lets a short read say EOF, so
     // the usual file costs one read(2), not two.
-    out.resize(std::max<std::uint64_t>(s.size + 1, 4096));
+    out.resize(std::max<std::uint64_t>(current_size(fd.get(), s) + 1, 4096));
     std::size_t used = 0;
     for (;;) {
       if (used == out.size()) out.resize(out.size() * 2);
@@ -130,6 +133,7 @@ class LocalSource final : public SampleSource {
   std::size_t read_into(const SampleInfo& s, std::span<std::byte> out) override {
     FileDescriptor fd(::open(path_of(s.key).c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) throw sample_error(s, "open", errno);
+    current_size(fd.get(), s);  // the same round trips as read() and Python
     std::size_t used = 0;
     while (used < out.size()) {
       const std::size_t asked = out.size() - used;
@@ -142,6 +146,14 @@ class LocalSource final : public SampleSource {
 
  private:
   fs::path path_of(const std::string& key) const { return fs::path(key).is_absolute() ? fs::path(key) : base_ / key; }
+
+  std::uint64_t current_size(int fd, const SampleInfo& s) const {
+    struct stat st {};
+    for (int i = 0; i < 2; ++i) {  // as Python does (see read())
+      if (::fstat(fd, &st) != 0) throw sample_error(s, "fstat", errno);
+    }
+    return static_cast<std::uint64_t>(st.st_size);
+  }
 
   // One read(2), retried on EINTR; 0 at EOF.
   std::size_t read_some(int fd, const SampleInfo& s, std::byte* into, std::size_t bytes) const {

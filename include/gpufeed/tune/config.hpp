@@ -42,7 +42,8 @@ struct PredictionBand {
   double low = 0, high = 0;       // interval
   double node_samples_per_s = 0;
   double starvation = 0;
-  double model_samples_per_s = 0; // the simulation's own figure, before calibration by trials
+  double model_samples_per_s = 0; // the model's figure, scaled by how it fared on the other configs' trials
+  double model_raw_samples_per_s = 0;  // the simulation's own figure
 };
 
 struct MachineFingerprint {

@@ -73,7 +73,8 @@ Json to_json(const TunedConfig& c) {
         {"interval", {c.prediction.low, c.prediction.high}},
         {"node_samples_per_s", c.prediction.node_samples_per_s},
         {"starvation", c.prediction.starvation},
-        {"model_samples_per_s", c.prediction.model_samples_per_s}}},
+        {"model_samples_per_s", c.prediction.model_samples_per_s},
+        {"model_raw_samples_per_s", c.prediction.model_raw_samples_per_s}}},
       {"search",
        {{"mode", c.search},
         {"wall_s", c.search_wall_s},
@@ -159,6 +160,7 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.prediction.node_samples_per_s = get_or<double>(p, "node_samples_per_s", 0);
   c.prediction.starvation = get_or<double>(p, "starvation", 0);
   c.prediction.model_samples_per_s = get_or<double>(p, "model_samples_per_s", 0);
+  c.prediction.model_raw_samples_per_s = get_or<double>(p, "model_raw_samples_per_s", 0);
   const Json search = doc.value("search", Json::object());
   c.search = get_or<std::string>(search, "mode", "model");
   c.search_wall_s = get_or<double>(search, "wall_s", 0);

@@ -180,7 +180,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     const double cut = first.front().samples_per_s * (1 - std::max(0.10, 3 * options.tolerance));
     std::vector<Candidate> finalists;
     for (const auto& t : first) {
-      if (t.samples_per_s >= cut && finalists.size() < 3) finalists.push_back(t.candidate);
+      if (t.samples_per_s >= cut && finalists.size() < 2) finalists.push_back(t.candidate);
     }
     for (const auto& c : finalists) {
       if (!log.run(c, options.trial_seconds, 2)) break;
