@@ -25,9 +25,9 @@ echo "== gpufeed bench: the built-in loader on a synthetic store as slow as the 
   --device host --duration 15 --json "$build/demo-bench.json"
 
 echo
-echo "== gpufeed tune: the config that feeds that step (built-in loader trials), then the CI gate"
-"$build/gpufeed" tune --data synthetic:s3fs,samples=4000 --batch-size 16 --step-ms 45 --device host \
-  --max-workers 32 --trial-seconds 6 --first-round-seconds 3 --measure-seconds 1 --out "$build/demo-config.json"
+echo "== gpufeed tune: the best config for that store on this machine (built-in loader trials), then the CI gate"
+"$build/gpufeed" tune --data synthetic:s3fs,samples=4000 --batch-size 8 --step-ms 45 --device host \
+  --trial-seconds 6 --first-round-seconds 3 --measure-seconds 1 --out "$build/demo-config.json"
 "$build/gpufeed" check --config "$build/demo-config.json" --seconds 6 --tolerance 0.25
 
 echo

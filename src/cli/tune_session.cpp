@@ -349,6 +349,11 @@ int run_tune(const TuneRequest& r, Context& ctx) {
   const int max_workers = r.max_workers > 0 ? r.max_workers
                                             : std::clamp(static_cast<int>(std::lround(cores_per_rank * 4)), 1, 32);
   const auto space = tune::default_space(max_workers, r.both_pin);
+  if (r.max_workers > 0 && r.max_workers > std::lround(cores_per_rank * 4)) {
+    rep.line(fmt::format("note: --max-workers {} is more than 4 per worker core ({:.0f}): gpufeed check on this "
+                         "machine will refuse a config that uses them",
+                         r.max_workers, cores_per_rank * 4));
+  }
 
   // 2. Measure.
   rep.phase(2, "measure");
