@@ -100,8 +100,12 @@ std::unique_ptr<loader::StepRunner> make_step(const DeviceOptions& o, std::uint6
   return loader::make_sleep_step(loader::parse_step_time(o.step_ms), seed);
 }
 
+ProbeReport probe_this_host(const Io& io) {
+  return make_probe_report(load_topology(std::nullopt), inspect_process(io.host, InspectOptions{true, true}));
+}
+
 std::vector<int> rank_worker_cpus(const Io& io, int rank, std::string& cpulist_text) {
-  ProbeReport report = make_probe_report(load_topology(std::nullopt), inspect_process(io.host, InspectOptions{true, true}));
+  ProbeReport report = probe_this_host(io);
   const auto& ranks = report.budget.ranks;
   if (rank < 0 || rank >= static_cast<int>(ranks.size())) {
     throw usage_error(fmt::format("--rank {} is not a rank of this machine ({} ranks)", rank, ranks.size()),

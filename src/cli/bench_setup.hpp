@@ -13,6 +13,7 @@
 #include "gpufeed/loader/sample_source.hpp"
 #include "gpufeed/loader/step.hpp"
 #include "gpufeed/loader/transform.hpp"
+#include "gpufeed/probe_report.hpp"
 
 namespace gpufeed::cli {
 
@@ -56,6 +57,9 @@ std::unique_ptr<loader::SampleTransform> make_transform(const WorkOptions& o,
                                                         const std::vector<loader::SampleInfo>& samples);
 loader::DeviceChoice parse_device(const std::string& text);
 std::unique_ptr<loader::StepRunner> make_step(const DeviceOptions& o, std::uint64_t seed);
+
+// This machine as probe sees it (topology, this process's limits, budget).
+ProbeReport probe_this_host(const Io& io);
 
 // The CPUs of `rank`'s workers from probe's budget (NUMA-local to its GPU).
 std::vector<int> rank_worker_cpus(const Io& io, int rank, std::string& cpulist_text);

@@ -62,7 +62,7 @@ int run_check(CheckOptions& o, Context& ctx) {
 
   if (config) {
     const auto& c = *config;
-    ProbeReport probe = make_probe_report(load_topology(std::nullopt), inspect_process(ctx.io.host, InspectOptions{true, true}));
+    ProbeReport probe = probe_this_host(ctx.io);
     const int usable = probe.process ? probe.process->usable_cpus() : 1;
     const int ranks = std::max(1, c.workload.ranks);
     const int workers = c.chosen.workers * ranks;

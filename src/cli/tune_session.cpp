@@ -69,7 +69,7 @@ struct NodeBudget {
 
 NodeBudget node_budget(const TuneRequest& r, Context& ctx) {
   NodeBudget b;
-  ProbeReport probe = make_probe_report(load_topology(std::nullopt), inspect_process(ctx.io.host, InspectOptions{true, true}));
+  ProbeReport probe = probe_this_host(ctx.io);
   const HostInfo host = inspect_host(ctx.io.host);
   b.machine.hostname = host.hostname;
   b.machine.cpu_model = host.cpu_model;
@@ -337,6 +337,13 @@ int run_tune(const TuneRequest& r, Context& ctx) {
   const auto started = Clock::now();
   loader::StopOnSignal stop;
 
+  // A dataset that cannot be opened fails before any phase runs.
+  if (r.data.data.empty()) {
+    throw usage_error("--data is required: tune measures the dataset's storage and per-sample cost",
+                      "give the dataset the job reads (directory, manifest, s3://..., synthetic:...)");
+  }
+  auto source = open_data(r.data, ctx.io);
+
   // 1. Budget.
   NodeBudget budget = node_budget(r, ctx);
   rep.phase(1, "budget");
@@ -357,11 +364,6 @@ int run_tune(const TuneRequest& r, Context& ctx) {
 
   // 2. Measure.
   rep.phase(2, "measure");
-  if (r.data.data.empty()) {
-    throw usage_error("--data is required: tune measures the dataset's storage and per-sample cost",
-                      "give the dataset the job reads (directory, manifest, s3://..., synthetic:...)");
-  }
-  auto source = open_data(r.data, ctx.io);
   const auto samples = list_data(*source, ctx.io, r.quiet);
   auto transform = make_transform(r.work, samples);
   std::unique_ptr<loader::StepRunner> model_step;

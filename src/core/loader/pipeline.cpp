@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "gpufeed/loader/batch_order.hpp"
+#include "gpufeed/stats.hpp"
 #include "gpufeed/units.hpp"
 
 namespace gpufeed::loader {
@@ -447,8 +448,8 @@ class Pipeline {
       f.starvation = f.window_s > 0 ? waited / f.window_s : 0;
       f.step_mean_ms = stepped * 1e3 / static_cast<double>(waits.size());
       std::sort(waits.begin(), waits.end());
-      f.batch_wait_p50_ms = percentile(waits, 0.50);
-      f.batch_wait_p99_ms = percentile(waits, 0.99);
+      f.batch_wait_p50_ms = quantile_sorted(waits, 0.50);
+      f.batch_wait_p99_ms = quantile_sorted(waits, 0.99);
     }
     f.epochs_started = records_.empty() ? 0 : order_.epoch_of(records_.size() - 1) + 1;
     f.bad_samples = bad_samples_;
@@ -469,14 +470,6 @@ class Pipeline {
     f.page_locked = cfg_.pin_memory && page_locked_;
     f.stopped_early = stopped_early_;
     return f;
-  }
-
-  static double percentile(const std::vector<double>& sorted, double q) {
-    if (sorted.empty()) return 0;
-    const double pos = q * static_cast<double>(sorted.size() - 1);
-    const auto lo = static_cast<std::size_t>(pos);
-    const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
   }
 
   static std::vector<QueuePoint> thin(const std::vector<QueuePoint>& all, std::size_t most) {

@@ -4,19 +4,14 @@
 #include <mutex>
 #include <thread>
 
+#include "gpufeed/stats.hpp"
+
 namespace gpufeed::loader {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-double at(const std::vector<double>& sorted, double q) {
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
 
 struct LevelRecorder {
   std::mutex mu;
@@ -34,9 +29,9 @@ OpLatency summarise_latencies(std::vector<double> ms) {
   double sum = 0;
   for (double v : ms) sum += v;
   o.mean_ms = sum / static_cast<double>(ms.size());
-  o.p50_ms = at(ms, 0.50);
-  o.p95_ms = at(ms, 0.95);
-  o.p99_ms = at(ms, 0.99);
+  o.p50_ms = quantile_sorted(ms, 0.50);
+  o.p95_ms = quantile_sorted(ms, 0.95);
+  o.p99_ms = quantile_sorted(ms, 0.99);
   o.max_ms = ms.back();
   return o;
 }

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "gpufeed/stats.hpp"
 #include "gpufeed/units.hpp"
 
 namespace gpufeed::loader {
@@ -157,15 +158,7 @@ class SyntheticSource final : public SampleSource {
 
 double LatencyDist::mean_ms() const { return median_ms * std::exp(sigma * sigma / 2); }
 
-double LatencyDist::quantile_ms(double q) const {
-  // Inverse normal CDF by bisection on erfc: precise enough for reports.
-  double lo = -10, hi = 10;
-  for (int i = 0; i < 100; ++i) {
-    const double mid = (lo + hi) / 2;
-    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < q ? lo : hi) = mid;
-  }
-  return median_ms * std::exp(sigma * (lo + hi) / 2);
-}
+double LatencyDist::quantile_ms(double q) const { return median_ms * std::exp(sigma * inverse_normal_cdf(q)); }
 
 bool is_synthetic_spec(const std::string& text) { return text.rfind("synthetic:", 0) == 0 || text == "synthetic"; }
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "gpufeed/stats.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -23,15 +25,8 @@ Distribution Distribution::constant(double ms) { return Distribution({ms}); }
 
 Distribution Distribution::lognormal(double median_ms, double sigma, int n) {
   std::vector<double> v;
-  for (int i = 0; i < n; ++i) {
-    // Mid-point quantiles: inverse normal CDF by bisection.
-    const double q = (i + 0.5) / n;
-    double lo = -10, hi = 10;
-    for (int k = 0; k < 60; ++k) {
-      const double mid = (lo + hi) / 2;
-      (0.5 * std::erfc(-mid / std::sqrt(2.0)) < q ? lo : hi) = mid;
-    }
-    v.push_back(median_ms * std::exp(sigma * (lo + hi) / 2));
+  for (int i = 0; i < n; ++i) {  // mid-point quantiles
+    v.push_back(median_ms * std::exp(sigma * inverse_normal_cdf((i + 0.5) / n)));
   }
   return Distribution(std::move(v));
 }
@@ -42,13 +37,7 @@ double Distribution::draw(std::mt19937_64& rng) const {
   return values_[std::uniform_int_distribution<std::size_t>(0, values_.size() - 1)(rng)];
 }
 
-double Distribution::quantile(double q) const {
-  if (values_.empty()) return 0;
-  const double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(values_.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, values_.size() - 1);
-  return values_[lo] + (values_[hi] - values_[lo]) * (pos - static_cast<double>(lo));
-}
+double Distribution::quantile(double q) const { return quantile_sorted(values_, q); }
 
 const Distribution& StorageModel::at(int concurrency) const {
   static const Distribution kZero;

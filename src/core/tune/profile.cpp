@@ -8,6 +8,7 @@
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader/synthetic_source.hpp"
+#include "gpufeed/stats.hpp"
 
 namespace gpufeed::tune {
 namespace {
@@ -75,13 +76,7 @@ Distribution step_distribution(double mean_ms, double spread_ms) {
   if (spread_ms <= 0) return Distribution::constant(mean_ms);
   std::vector<double> v;
   for (int i = 0; i < 256; ++i) {
-    const double q = (i + 0.5) / 256;
-    double lo = -10, hi = 10;
-    for (int k = 0; k < 60; ++k) {
-      const double mid = (lo + hi) / 2;
-      (0.5 * std::erfc(-mid / std::sqrt(2.0)) < q ? lo : hi) = mid;
-    }
-    v.push_back(std::max(0.0, mean_ms + spread_ms * (lo + hi) / 2));
+    v.push_back(std::max(0.0, mean_ms + spread_ms * inverse_normal_cdf((i + 0.5) / 256)));
   }
   return Distribution(std::move(v));
 }
