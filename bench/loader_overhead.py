@@ -5,10 +5,15 @@ On N page-cached small files (default 8000 x 50 KiB), at the same concurrency
 W, interleaved, R rounds:
   (1) fio: W jobs, each reading a disjoint share of the files whole (open,
       read, close per file; psync), time-based -> files/s;
-  (2) gpufeed bench --decode none --device host, W workers, no step -> samples/s;
+  (2) gpufeed bench --decode none, W workers, no step -> samples/s, twice:
+      --device cpu (the loader alone: the step reads the collated batch, as
+      a CPU job or a GPU whose DMA engine does the copy) and --device host
+      (plus the host backend's copy thread, which plays the DMA engine on a
+      core: on a GPU-less machine every batch is copied once more);
   (3) PyTorch DataLoader (Debian python3-torch), W workers, a trivial Dataset
       that reads a file's bytes into a uint8 tensor, batch 32 -> samples/s.
-Prints medians and the ratios gpufeed/fio (target >= 0.8) and gpufeed/PyTorch.
+Prints medians and the ratios gpufeed/fio (target >= 0.8, on the loader
+alone) and gpufeed/PyTorch (the PyTorch job copies nothing to a device either).
 
   /usr/bin/python3 bench/loader_overhead.py [--files 8000] [--size-kib 50]
       [--workers 2] [--rounds 5] [--seconds 5]
@@ -95,9 +100,9 @@ def fio_rate(root, workers, count, size, seconds):
     return read["bw_bytes"] / size  # files read per second
 
 
-def gpufeed_rate(root, workers, seconds):
+def gpufeed_rate(root, workers, seconds, device):
     out = subprocess.run([GPUFEED, "bench", "--data", root, "--workers", str(workers), "--batch-size", "32",
-                          "--decode", "none", "--device", "host", "--duration", str(seconds), "--json", "-"],
+                          "--decode", "none", "--device", device, "--duration", str(seconds), "--json", "-"],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)["throughput"]["samples_per_s"]
 
@@ -130,11 +135,12 @@ def main():
         # every level reads the same files (gpufeed and PyTorch read them all).
         make_files(root, max(levels), a.files, size)
         for workers in levels:
-            rates = {"fio": [], "gpufeed": [], "pytorch": []}
+            rates = {"fio": [], "gpufeed": [], "gf+copy": [], "pytorch": []}
             for r in range(a.rounds):
                 warm_page_cache(root)
                 rates["fio"].append(fio_rate(root, workers, a.files, size, a.seconds))
-                rates["gpufeed"].append(gpufeed_rate(root, workers, a.seconds))
+                rates["gpufeed"].append(gpufeed_rate(root, workers, a.seconds, "cpu"))
+                rates["gf+copy"].append(gpufeed_rate(root, workers, a.seconds, "host"))
                 if not a.skip_torch:
                     rates["pytorch"].append(torch_rate(root, workers, a.seconds))
                 print(f"{workers} workers, round {r + 1}: " + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in rates.items() if v),
@@ -144,9 +150,12 @@ def main():
                   f"{a.rounds} rounds x {a.seconds} s, medians:")
             for k, v in med.items():
                 print(f"  {k:8} {v:10.0f} samples/s")
+            print("  (gpufeed: --device cpu, the loader alone; gf+copy: --device host, plus a copy thread as DMA engine)")
             print(f"  gpufeed / fio     = {med['gpufeed'] / med['fio']:.2f}  (target >= 0.8)")
+            print(f"  gf+copy / fio     = {med['gf+copy'] / med['fio']:.2f}")
             if "pytorch" in med:
                 print(f"  gpufeed / PyTorch = {med['gpufeed'] / med['pytorch']:.2f}")
+                print(f"  gf+copy / PyTorch = {med['gf+copy'] / med['pytorch']:.2f}")
             print(flush=True)
     finally:
         shutil.rmtree(tmp)

@@ -89,7 +89,8 @@ loader::DeviceChoice parse_device(const std::string& text) {
   if (text == "cuda") return loader::DeviceChoice::Cuda;
   if (text == "hip") return loader::DeviceChoice::Hip;
   if (text == "host") return loader::DeviceChoice::Host;
-  throw usage_error(fmt::format("--device {} is not known", text), "use auto, cuda, hip or host");
+  if (text == "cpu") return loader::DeviceChoice::Cpu;
+  throw usage_error(fmt::format("--device {} is not known", text), "use auto, cuda, hip, host or cpu");
 }
 
 std::unique_ptr<loader::StepRunner> make_step(const DeviceOptions& o, std::uint64_t seed) {

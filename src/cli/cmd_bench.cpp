@@ -102,6 +102,10 @@ int run_bench(BenchOptions& o, Context& ctx) {
   std::string why;
   auto device = loader::open_device_backend(parse_device(o.device.device), why);
   auto step = make_step(o.device, o.config.seed + 1);
+  if (!device->transfers() && o.config.pin_memory) {
+    o.config.pin_memory = false;  // as PyTorch: pinning is for host-to-device copies
+    report.notes.push_back("pin_memory off: --device cpu copies nothing");
+  }
 
   loader::StopOnSignal stop;
   ProgressLine progress(ctx.io, ctx.io.err_is_tty && !o.output.quiet);
@@ -190,7 +194,7 @@ Command add_bench_command(CLI::App& app) {
                                                           "(default: the largest sample)")
       ->type_name("SIZE")->group("Per sample");
 
-  cmd->add_option("--device", o->device.device, "Where batches go: auto, cuda, hip or host (no GPU)")
+  cmd->add_option("--device", o->device.device, "Where batches go: auto, cuda, hip, host (no GPU: a copy thread plays the DMA engine) or cpu (training on the CPU: no copy)")
       ->default_val("auto")->group("Step");
   cmd->add_option("--step-ms", o->device.step_ms, "Simulated training step: MS or MEAN:SPREAD (0 = loader alone)")
       ->default_val("0")->group("Step");

@@ -162,7 +162,7 @@ Command add_check_command(CLI::App& app) {
   cmd->add_option("--tolerance", o->tolerance, "Allowed shortfall against the prediction")->default_val(0.10);
   cmd->add_option("--seconds", o->seconds, "How long to measure")->default_val(10);
   cmd->add_option("--data", o->data, "Measure on this dataset instead of the config's");
-  cmd->add_option("--device", o->device, "auto, cuda, hip or host")->default_val("auto");
+  cmd->add_option("--device", o->device, "auto, cuda, hip, host or cpu")->default_val("auto");
   add_output_options(*cmd, o->output);
   cmd->footer("Exit codes: 0 pass, 4 check failed (too slow, too many workers for this machine's cores, page-locked\n"
               "memory over the budget, or an unknown config schema), 2 bad input, 1 the run failed.\n\n"

@@ -43,7 +43,7 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_flag("--full-decode", r->work.full_decode, "--decode jpeg: decode at full size, as PIL does")
       ->group("Per sample");
   cmd->add_option("--image-size", r->work.image_size, "--decode jpeg output side")->default_val(224)->group("Per sample");
-  cmd->add_option("--device", r->device.device, "auto, cuda, hip or host")->default_val("auto");
+  cmd->add_option("--device", r->device.device, "auto, cuda, hip, host or cpu")->default_val("auto");
   cmd->add_option("--s3-endpoint", r->data.s3_endpoint, "S3-compatible endpoint URL")->group("S3");
   cmd->add_option("--s3-region", r->data.s3_region, "S3 region")->group("S3");
   cmd->add_option("--s3-profile", r->data.s3_profile, "Profile in ~/.aws/credentials")->group("S3");

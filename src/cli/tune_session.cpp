@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 
 #include "gpufeed/atomic_file.hpp"
@@ -355,7 +356,9 @@ int run_tune(const TuneRequest& r, Context& ctx) {
   // `check` accepts no more: docs/tune.md).
   const int max_workers = r.max_workers > 0 ? r.max_workers
                                             : std::clamp(static_cast<int>(std::lround(cores_per_rank * 4)), 1, 32);
-  const auto space = tune::default_space(max_workers, r.both_pin);
+  auto space = tune::default_space(max_workers, r.both_pin);
+  // A CPU-trained job copies nothing to a device: pinning only costs.
+  if (parse_device(r.device.device) == loader::DeviceChoice::Cpu) space.pin_memory = {false};
   if (r.max_workers > 0 && r.max_workers > std::lround(cores_per_rank * 4)) {
     rep.line(fmt::format("note: --max-workers {} is more than 4 per worker core ({:.0f}): gpufeed check on this "
                          "machine will refuse a config that uses them",
@@ -514,8 +517,13 @@ int run_tune(const TuneRequest& r, Context& ctx) {
   }
   std::sort(ratios.begin(), ratios.end());
   const double scale = ratios.empty() ? 1.0 : ratios[ratios.size() / 2];
+  // The scale corrects the supply side; no loader delivers faster than the
+  // step consumes (batch / step time), so the scaled figure stops there.
+  const double step_bound = m.workload.step_ms.mean() > 0 ? r.batch_size / m.workload.step_ms.mean() * 1e3
+                                                          : std::numeric_limits<double>::infinity();
+  const double model_scaled = std::min(model_of_chosen.samples_per_s * scale, std::max(step_bound, model_of_chosen.samples_per_s));
   config.prediction = {measured, measured * std::max(0.0, 1 - half), measured * (1 + half), measured * budget.ranks,
-                       choice.chosen.starvation, model_of_chosen.samples_per_s * scale};
+                       choice.chosen.starvation, model_scaled};
   config.prediction.model_raw_samples_per_s = model_of_chosen.samples_per_s;
   config.environment = environment_advice(m.workload, node, chosen);
   config.cache = cache_advice(m.workload, node, chosen, m.dataset_bytes, m.mean_sample_bytes, budget.mem_per_rank,
@@ -533,9 +541,12 @@ int run_tune(const TuneRequest& r, Context& ctx) {
   config.workload.ranks = budget.ranks;
 
   rep.line(fmt::format("predicted {:.0f} samples/s per rank (interval {:.0f}-{:.0f}); the model says {:.0f} "
-                       "(raw {:.0f}, scaled x{:.2f} by the other configs' trials)",
+                       "(raw {:.0f}, scaled x{:.2f} by the other configs' trials{})",
                        config.prediction.samples_per_s, config.prediction.low, config.prediction.high,
-                       config.prediction.model_samples_per_s, config.prediction.model_raw_samples_per_s, scale));
+                       config.prediction.model_samples_per_s, config.prediction.model_raw_samples_per_s, scale,
+                       model_scaled < model_of_chosen.samples_per_s * scale
+                           ? fmt::format(", capped at the step's {:.0f}", step_bound)
+                           : std::string()));
   for (const auto& e : config.environment) rep.line(fmt::format("set {}={}: {}", e.name, e.value, e.because));
   for (const auto& a : config.cache) rep.line(fmt::format("cache ({}): {}", a.tier, a.because));
   rep.line(fmt::format("{} trials in {:.0f} s (a grid of full trials over the same {} configs: {:.0f} s)",

@@ -1,4 +1,4 @@
-// Choosing the device backend: --device auto|cuda|hip|host.
+// Choosing the device backend: --device auto|cuda|hip|host|cpu.
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -63,6 +63,10 @@ std::unique_ptr<DeviceBackend> open_device_backend(DeviceChoice choice, std::str
     case DeviceChoice::Host:
       backend = make_host_backend();
       why = "host (asked for)";
+      return backend;
+    case DeviceChoice::Cpu:
+      backend = make_cpu_backend();
+      why = "cpu (asked for): no transfer";
       return backend;
     case DeviceChoice::Cuda:
       backend = open_or_throw(device::kCudaFlavor, cuda_runtime_candidates());

@@ -73,8 +73,11 @@ class FakeSource final : public loader::SampleSource {
 };
 
 // Copies synchronously; every buffer is "page-locked".
+// A GPU-like fake by default; with transfers = false, a cpu-backend-like one
+// that copies nothing and has no slots (the step must read the host batch).
 class FakeDevice final : public loader::DeviceBackend {
  public:
+  explicit FakeDevice(bool transfers = true) : transfers_(transfers) {}
   std::string name() const override { return "fake"; }
   std::string description() const override { return "fake device"; }
   loader::PinnedBuffer allocate_pinned(std::size_t bytes) override {
@@ -89,8 +92,9 @@ class FakeDevice final : public loader::DeviceBackend {
   void reserve_device_slots(int count, std::size_t bytes) override {
     slots_.assign(static_cast<std::size_t>(count), std::vector<std::byte>(bytes));
   }
-  void* device_slot(int slot) override { return slots_[static_cast<std::size_t>(slot)].data(); }
+  void* device_slot(int slot) override { return transfers_ ? slots_[static_cast<std::size_t>(slot)].data() : nullptr; }
   std::uint64_t copy_async(const loader::PinnedBuffer& src, std::size_t bytes, int slot) override {
+    if (!transfers_) return ++tickets_;
     std::memcpy(slots_[static_cast<std::size_t>(slot)].data(), src.data, bytes);
     stats_.copies++;
     stats_.bytes += bytes;
@@ -99,8 +103,10 @@ class FakeDevice final : public loader::DeviceBackend {
   }
   void wait(std::uint64_t) override {}
   loader::TransferStats transfer_stats() const override { return stats_; }
+  bool transfers() const override { return transfers_; }
 
  private:
+  bool transfers_;
   std::uint64_t pinned_ = 0;
   std::vector<std::vector<std::byte>> slots_;
   std::uint64_t tickets_ = 0;

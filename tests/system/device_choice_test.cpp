@@ -128,6 +128,8 @@ TEST(DeviceChoice, ExplicitChoicesSayWhatWasAskedFor) {
   std::string why;
   EXPECT_EQ(open_device_backend(DeviceChoice::Host, why)->name(), "host");
   EXPECT_EQ(why, "host (asked for)");
+  EXPECT_EQ(open_device_backend(DeviceChoice::Cpu, why)->name(), "cpu");
+  EXPECT_EQ(why, "cpu (asked for): no transfer");
   EXPECT_EQ(open_device_backend(DeviceChoice::Cuda, why)->name(), "cuda");
   EXPECT_EQ(why.rfind("cuda (asked for): Fake NVIDIA GPU", 0), 0u) << why;
 }

@@ -275,5 +275,30 @@ TEST(HostBackend, DestructorReleasesBuffersNotFreed) {
   EXPECT_TRUE(finishes_within(30s, [&] { backend.reset(); }));
 }
 
+// The cpu backend: nothing moves, nothing is page-locked, tickets are still
+// checked so a pipeline bug surfaces here as it would on a GPU.
+TEST(CpuBackend, CopiesNothingAndSaysSo) {
+  auto backend = make_cpu_backend();
+  EXPECT_EQ(backend->name(), "cpu");
+  EXPECT_FALSE(backend->transfers());
+  PinnedBuffer b = backend->allocate_pinned(1000);
+  ASSERT_NE(b.data, nullptr);
+  EXPECT_FALSE(b.page_locked);
+  std::memset(b.data, 7, b.bytes);  // the whole buffer is usable
+  EXPECT_EQ(backend->pinned_bytes(), 0u);
+  backend->reserve_device_slots(2, 1000);
+  EXPECT_EQ(backend->device_slot(0), nullptr);
+  const auto t1 = backend->copy_async(b, 1000, 0);
+  const auto t2 = backend->copy_async(b, 1000, 1);
+  EXPECT_LT(t1, t2);
+  backend->wait(t2);
+  EXPECT_THROW(backend->wait(t2 + 1), std::invalid_argument);
+  EXPECT_THROW(backend->reserve_device_slots(0, 1), std::invalid_argument);
+  EXPECT_EQ(backend->transfer_stats().copies, 0u);
+  backend->free_pinned(b);
+}
+
+TEST(HostBackend, TransfersLikeAGpu) { EXPECT_TRUE(make_host_backend()->transfers()); }
+
 }  // namespace
 }  // namespace gpufeed::loader

@@ -1,9 +1,10 @@
 #pragma once
 // Where batches go after collation: page-locked host buffers and a dedicated
-// transfer stream to the device. One interface, three backends (src/device):
-// CUDA and HIP (runtimes loaded with dlopen) and host, which plays the GPU on
+// transfer stream to the device. One interface, four backends (src/device):
+// CUDA and HIP (runtimes loaded with dlopen); host, which plays the GPU on
 // machines without one: its own page-locked allocator and a copy thread that
-// acts as the DMA engine.
+// acts as the DMA engine; and cpu, training on the CPU: no transfer at all,
+// the step reads the collated batch where the workers wrote it.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -50,12 +51,17 @@ class DeviceBackend {
   virtual void wait(std::uint64_t ticket) = 0;
 
   virtual TransferStats transfer_stats() const = 0;
+
+  // False for the cpu backend: nothing is copied, the step reads the host
+  // batch in place, so the pipeline keeps a batch's buffer until its step
+  // ends and collates into ordinary memory (pin_memory has no use).
+  virtual bool transfers() const { return true; }
 };
 
-enum class DeviceChoice { Auto, Hip, Cuda, Host };
+enum class DeviceChoice { Auto, Hip, Cuda, Host, Cpu };
 
 // The backend asked for, or for Auto the first that works of CUDA, HIP and
-// host. `why` says what was chosen and why the others were not
+// host (never cpu: a GPU job on a GPU-less machine is still a GPU job). `why` says what was chosen and why the others were not
 // ("auto: no CUDA device (cudaGetDeviceCount: 35), no HIP device (100); using host").
 // An explicit choice that cannot work throws gpufeed::Error naming the cause.
 std::unique_ptr<DeviceBackend> open_device_backend(DeviceChoice choice, std::string& why);

@@ -28,3 +28,14 @@ struct HostBackendOptions {
 std::unique_ptr<DeviceBackend> make_host_backend(HostBackendOptions options = {});
 
 }  // namespace gpufeed::loader
+
+namespace gpufeed::loader {
+
+// The cpu backend (src/device/cpu_backend.cpp): a job that trains on the CPU,
+// as a PyTorch job without a GPU does. transfers() is false: copy_async()
+// only numbers the batch, wait() returns at once, and there are no device
+// slots (device_slot() is nullptr; the step gets the host batch). Its
+// "pinned" buffers are ordinary memory (page_locked = false).
+std::unique_ptr<DeviceBackend> make_cpu_backend();
+
+}  // namespace gpufeed::loader

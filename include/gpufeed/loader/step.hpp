@@ -12,7 +12,7 @@ namespace gpufeed::loader {
 
 struct StepInput {
   const std::byte* host = nullptr;  // the collated batch in page-locked memory
-  void* device = nullptr;           // its copy on the device (host memory for the host backend)
+  void* device = nullptr;           // its copy on the device (host memory for the host backend; the host batch itself for cpu)
   std::size_t bytes = 0;
   int batch_size = 0;               // samples in this batch
   std::vector<std::int64_t> sample_shape;  // one sample's shape

@@ -128,8 +128,12 @@ void render_text(const BenchReport& r, const TextStyle& st, bool verbose, std::o
   add("step", fmt::format("mean {:.2f} ms", f.step_mean_ms));
   add("ready batches", fmt::format("mean {:.1f} of {} in flight at most", f.mean_ready,
                                       c.workers * c.prefetch_factor));
-  add("host to device", fmt::format("{:.2f} GB/s over {} copies ({})", f.h2d_gbps, f.transfer.copies,
-                                       format_bytes(f.transfer.bytes)));
+  if (r.setup.device == "cpu") {
+    add("host to device", "none: the step reads the host batch (--device cpu)");
+  } else {
+    add("host to device", fmt::format("{:.2f} GB/s over {} copies ({})", f.h2d_gbps, f.transfer.copies,
+                                         format_bytes(f.transfer.bytes)));
+  }
   add("page-locked", fmt::format("{}{}", format_bytes(f.pinned_bytes),
                                     c.pin_memory && !f.page_locked ? " (not locked: see notes)" : ""));
   add("peak RSS", format_bytes(r.peak_rss_bytes));

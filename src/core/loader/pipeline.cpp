@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -20,6 +21,23 @@
 
 namespace gpufeed::loader {
 namespace {
+
+// Pageable batch buffers start on a page, as page-locked ones do: the
+// kernel's copy into an unaligned buffer (malloc's 16-byte offset) measured
+// ~7% slower per 50 KiB sample here (bench/loader_overhead.py).
+struct FreeDeleter {
+  void operator()(std::byte* p) const noexcept { std::free(p); }
+};
+using PageableBuffer = std::unique_ptr<std::byte[], FreeDeleter>;
+
+PageableBuffer allocate_pageable(std::size_t bytes) {
+  constexpr std::size_t kPage = 4096;
+  const std::size_t rounded = std::max<std::size_t>(kPage, (bytes + kPage - 1) / kPage * kPage);
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(kPage, rounded));
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, rounded);  // touched now, not on the first read into it
+  return PageableBuffer(p);
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -63,14 +81,15 @@ class Pipeline {
         order_(run.samples.size(), static_cast<std::size_t>(cfg_.batch_size), cfg_.drop_last, cfg_.shuffle, cfg_.seed),
         sample_bytes_(run.transform.output_bytes()),
         batch_bytes_(sample_bytes_ * static_cast<std::size_t>(cfg_.batch_size)),
-        in_place_(run.transform.in_place()) {}
+        in_place_(run.transform.in_place()),
+        transfers_(run.device.transfers()) {}
 
   ~Pipeline() { shut_down(); }
 
   LoaderFigures run() {
     allocate();
     start_threads();
-    for (std::size_t i = 0; i < buffers_.size(); ++i) issue_next();
+    for (std::size_t i = 0; i < in_flight_limit(); ++i) issue_next();
     run_steps();
     shut_down();
     if (failure_) std::rethrow_exception(failure_);
@@ -79,13 +98,20 @@ class Pipeline {
 
  private:
   // --- set-up and tear-down -------------------------------------------------
+  std::size_t in_flight_limit() const {
+    return static_cast<std::size_t>(cfg_.workers) * static_cast<std::size_t>(cfg_.prefetch_factor);
+  }
+
+  // One buffer per batch in flight; without a transfer (cpu backend) the step
+  // reads its batch in place, so one more buffer is held by the step while
+  // the next batch is issued, as PyTorch issues an index when it yields one.
   void allocate() {
-    const auto count = static_cast<std::size_t>(cfg_.workers) * static_cast<std::size_t>(cfg_.prefetch_factor);
+    const std::size_t count = in_flight_limit() + (transfers_ ? 0 : 1);
     for (std::size_t i = 0; i < count; ++i) {
-      if (cfg_.pin_memory) {
+      if (cfg_.pin_memory && transfers_) {
         buffers_.push_back(run_.device.allocate_pinned(batch_bytes_));
       } else {
-        pageable_.emplace_back(std::make_unique<std::byte[]>(batch_bytes_));
+        pageable_.push_back(allocate_pageable(batch_bytes_));
         buffers_.push_back(PinnedBuffer{pageable_.back().get(), batch_bytes_, false});
       }
       free_buffers_.push_back(i);
@@ -99,9 +125,12 @@ class Pipeline {
   void start_threads() {
     start_ = Clock::now();
     queues_.resize(static_cast<std::size_t>(cfg_.workers));
+    worker_cv_ = std::vector<std::condition_variable>(static_cast<std::size_t>(cfg_.workers));
     thread_figures_.resize(static_cast<std::size_t>(cfg_.workers) * static_cast<std::size_t>(cfg_.io_depth));
     for (int w = 0; w < cfg_.workers; ++w) threads_.emplace_back([this, w] { worker_main(w); });
-    threads_.emplace_back([this] { transfer_main(); });
+    // Without a transfer (cpu backend) the step loop takes ready batches
+    // itself: a thread hand-off less per batch.
+    if (transfers_) threads_.emplace_back([this] { transfer_main(); });
   }
 
   void shut_down() {
@@ -109,12 +138,12 @@ class Pipeline {
       std::lock_guard lock(mu_);
       stopping_ = true;
     }
-    cv_.notify_all();
+    wake_all();
     for (auto& t : threads_) {
       if (t.joinable()) t.join();
     }
     threads_.clear();
-    if (cfg_.pin_memory) {
+    if (cfg_.pin_memory && transfers_) {
       for (const auto& b : buffers_) run_.device.free_pinned(b);
     }
     buffers_.clear();
@@ -127,7 +156,7 @@ class Pipeline {
       if (!failure_) failure_ = std::move(e);
       stopping_ = true;
     }
-    cv_.notify_all();
+    wake_all();
   }
 
   // --- issuing batches: the in-flight bound -----------------------------------
@@ -142,7 +171,16 @@ class Pipeline {
     queues_[static_cast<std::size_t>(index % static_cast<std::uint64_t>(cfg_.workers))].push_back({index, buffer});
     ++in_flight_;
     max_in_flight_ = std::max(max_in_flight_, in_flight_);
-    cv_.notify_all();
+    worker_cv_[static_cast<std::size_t>(index % static_cast<std::uint64_t>(cfg_.workers))].notify_one();
+  }
+
+  // Each waiter has its own condition variable, so a hand-off wakes only the
+  // thread it concerns: on two cores, waking every thread for each batch
+  // cost ~5% of a worker's time in futex wake-ups (perf).
+  void wake_all() {
+    for (auto& cv : worker_cv_) cv.notify_all();
+    ready_cv_.notify_all();
+    copied_cv_.notify_all();
   }
 
   // --- workers ----------------------------------------------------------------
@@ -163,7 +201,7 @@ class Pipeline {
         {
           std::unique_lock lock(mu_);
           auto& q = queues_[static_cast<std::size_t>(w)];
-          cv_.wait(lock, [&] { return stopping_ || !q.empty(); });
+          worker_cv_[static_cast<std::size_t>(w)].wait(lock, [&] { return stopping_ || !q.empty(); });
           if (stopping_) break;
           task = q.front();
           q.pop_front();
@@ -173,7 +211,7 @@ class Pipeline {
           std::lock_guard lock(mu_);
           ready_.emplace(task.index, ReadyBatch{task.buffer, good});
         }
-        cv_.notify_all();
+        ready_cv_.notify_one();
       }
       {
         std::lock_guard lock(crew_state.mu);
@@ -324,7 +362,7 @@ class Pipeline {
         const int slot = static_cast<int>(k % static_cast<std::uint64_t>(cfg_.device_slots));
         {
           std::unique_lock lock(mu_);
-          cv_.wait(lock, [&] { return stopping_ || (ready_.count(k) && slot_free_[static_cast<std::size_t>(slot)]); });
+          ready_cv_.wait(lock, [&] { return stopping_ || (ready_.count(k) && slot_free_[static_cast<std::size_t>(slot)]); });
           if (stopping_) return;
           batch = ready_.at(k);
           ready_.erase(k);
@@ -335,7 +373,7 @@ class Pipeline {
           std::lock_guard lock(mu_);
           copied_.push_back({k, batch.buffer, slot, batch.good_samples, ticket});
         }
-        cv_.notify_all();
+        copied_cv_.notify_one();
       }
     } catch (...) {
       fail(std::current_exception());
@@ -357,20 +395,15 @@ class Pipeline {
       StepRecord rec;
       rec.asked = Clock::now();
       CopiedBatch batch;
-      {
-        std::unique_lock lock(mu_);
-        // A stop flag set from a signal handler cannot notify: look at it often.
-        while (!stopping_ && copied_.empty() && !stop_requested()) cv_.wait_for(lock, std::chrono::milliseconds(50));
-        if (stopping_ || copied_.empty()) break;
-        batch = copied_.front();
-        copied_.pop_front();
-      }
-      run_.device.wait(batch.ticket);
+      if (!next_batch(k, batch)) break;
+      if (transfers_) run_.device.wait(batch.ticket);
       rec.got = Clock::now();
       int ready_now = 0;
       {
         std::lock_guard lock(mu_);
-        free_buffers_.push_back(batch.buffer);  // the copy is done: the buffer may be refilled
+        // The copy is done: the buffer may be refilled. Without a transfer
+        // the step still reads it, so it is freed after the step.
+        if (transfers_) free_buffers_.push_back(batch.buffer);
         --in_flight_;
         ready_now = static_cast<int>(ready_.size() + copied_.size());
         queue_.push_back({seconds_between(start_, rec.got), ready_now, in_flight_});
@@ -379,7 +412,7 @@ class Pipeline {
 
       StepInput input;
       input.host = buffers_[batch.buffer].data;
-      input.device = run_.device.device_slot(batch.slot);
+      input.device = transfers_ ? run_.device.device_slot(batch.slot) : static_cast<void*>(buffers_[batch.buffer].data);
       input.bytes = batch_bytes_;
       input.batch_size = cfg_.batch_size;
       input.sample_shape = run_.transform.sample_shape();
@@ -390,8 +423,9 @@ class Pipeline {
       {
         std::lock_guard lock(mu_);
         slot_free_[static_cast<std::size_t>(batch.slot)] = true;
+        if (!transfers_) free_buffers_.push_back(batch.buffer);
       }
-      cv_.notify_all();
+      ready_cv_.notify_one();  // the transfer thread may wait for this slot
 
       if (run_.hooks.on_progress && rec.finished - last_progress >= std::chrono::milliseconds(500)) {
         report_progress(last_progress, last_progress_steps, ready_now);
@@ -403,6 +437,27 @@ class Pipeline {
   }
 
   bool stop_requested() const { return run_.hooks.stop && run_.hooks.stop->load(); }
+
+  // Batch k for the step: from the transfer thread, or (no transfer) straight
+  // from the workers. False when the run stops first.
+  bool next_batch(std::uint64_t k, CopiedBatch& batch) {
+    std::unique_lock lock(mu_);
+    // A stop flag set from a signal handler cannot notify: look at it often.
+    constexpr auto kLook = std::chrono::milliseconds(50);
+    if (transfers_) {
+      while (!stopping_ && copied_.empty() && !stop_requested()) copied_cv_.wait_for(lock, kLook);
+      if (stopping_ || copied_.empty()) return false;
+      batch = copied_.front();
+      copied_.pop_front();
+      return true;
+    }
+    while (!stopping_ && !ready_.count(k) && !stop_requested()) ready_cv_.wait_for(lock, kLook);
+    const auto it = ready_.find(k);
+    if (stopping_ || it == ready_.end()) return false;
+    batch = CopiedBatch{k, it->second.buffer, 0, it->second.good_samples, 0};
+    ready_.erase(it);
+    return true;
+  }
 
   void report_progress(Clock::time_point since, std::uint64_t steps_then, int ready_now) {
     Progress p;
@@ -485,14 +540,17 @@ class Pipeline {
   const std::size_t sample_bytes_;
   const std::size_t batch_bytes_;
   const bool in_place_;
+  const bool transfers_;  // false on the cpu backend: the step reads the host batch
 
   std::vector<PinnedBuffer> buffers_;
-  std::vector<std::unique_ptr<std::byte[]>> pageable_;
+  std::vector<PageableBuffer> pageable_;
   std::uint64_t pinned_bytes_ = 0;
   bool page_locked_ = false;
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::vector<std::condition_variable> worker_cv_;  // worker w waits for queues_[w]
+  std::condition_variable ready_cv_;                // the transfer thread: ready_ and slot_free_
+  std::condition_variable copied_cv_;               // the step loop: copied_
   std::atomic<bool> stopping_{false};  // written under mu_ (for the waits), read anywhere
   std::exception_ptr failure_;
   std::deque<std::size_t> free_buffers_;
