@@ -17,6 +17,10 @@ For each:
   (a)    tune --search model (built-in loader target); its config applied to
          the job (median of --repeat runs) -> >= 95% of G?
   (b)    tune --search model --exec (the job itself) -> the same;
+  (a+)   (a) with the step taken from a diagnosis of the job (gpufeed
+         diagnose on it with --diagnose-workers workers, then tune --from):
+         the built-in target's model then knows what the job's loop costs
+         besides its sleep. The diagnose run counts in its wall time;
   (c)    tune's wall time <= 25% of the grid's?
   (d)    the model's predicted throughput for the chosen config
          (model_samples_per_s) within +-10% of the job's measured one?
@@ -58,11 +62,25 @@ def run_job(data, workers, prefetch, a, decode):
     return float(m[-1]) if m else 0.0
 
 
+def diagnose(data, a, decode, path):
+    """gpufeed diagnose on the job while it starves: the loop's step."""
+    cmd = [GPUFEED, "diagnose", "--duration", str(a.diagnose_seconds), "--json", path, "--"] + job_cmd(
+        data, a.diagnose_workers, 2, a, decode, a.diagnose_seconds + 5)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"diagnose failed ({r.returncode}): {r.stderr.strip()}")
+    with open(path) as f:
+        step = json.load(f)["evidence"]["loop_step"]
+    print(f"  diagnose ({a.diagnose_workers} workers): loop step {step['median_ms']} ms "
+          f"(spread {step['spread_ms']}, {step['cycles']} cycles; the job sleeps {a.step_ms} ms)", flush=True)
+
+
 def tune(data, a, decode, extra):
     out_path = tempfile.mktemp(suffix=".json")
     # PIL decodes at full size: so does the built-in loader here.
     work = ["--decode", "jpeg", "--full-decode"] if decode == "pil" else ["--decode", "none"]
-    cmd = [GPUFEED, "tune", "--data", data, "--batch-size", str(a.batch_size), "--step-ms", str(a.step_ms),
+    step = [] if "--from" in extra else ["--step-ms", str(a.step_ms)]
+    cmd = [GPUFEED, "tune", "--data", data, "--batch-size", str(a.batch_size)] + step + [
            "--device", "host", "--out", out_path, "--trial-seconds", str(a.trial_seconds), "--first-round-seconds",
            str(a.first_round_seconds), "--measure-seconds", "1"] + work + extra
     t0 = time.monotonic()
@@ -102,10 +120,18 @@ def scenario(name, data, decode, a):
 
     results = {}
     job_exec = " ".join(job_cmd(data, "{num_workers}", "{prefetch_factor}", a, decode, a.trial_seconds + 2))
+    diag_path = tempfile.mktemp(suffix=".diag.json")
     for label, extra in (("(a) built-in", ["--max-workers", str(a.max_workers)]),
+                         ("(a+) --from", ["--max-workers", str(a.max_workers), "--from", diag_path]),
                          ("(b) --exec", ["--max-workers", str(a.max_workers), "--exec", job_exec, "--metric-regex",
                                          r"samples/s: ([0-9.]+)"])):
+        t_diag = 0.0
+        if "--from" in extra:
+            t0 = time.monotonic()
+            diagnose(data, a, decode, diag_path)
+            t_diag = time.monotonic() - t0
         cfg, wall = tune(data, a, decode, extra)
+        wall += t_diag
         dl = cfg["dataloader"]
         w, p = dl["num_workers"], dl["prefetch_factor"]
         runs = [run_job(data, w, p, a, decode) for _ in range(a.repeat)]
@@ -140,6 +166,8 @@ def main():
     ap.add_argument("--trial-seconds", type=float, default=10)
     ap.add_argument("--first-round-seconds", type=float, default=6,
                     help="a PyTorch job needs ~3 s to start and print its first rate")
+    ap.add_argument("--diagnose-workers", type=int, default=2, help="the job's workers while diagnose watches it")
+    ap.add_argument("--diagnose-seconds", type=float, default=12)
     ap.add_argument("--lookup-ms", type=float, default=5)
     ap.add_argument("--getattr-ms", type=float, default=5)
     ap.add_argument("--open-ms", type=float, default=5)

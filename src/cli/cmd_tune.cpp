@@ -13,6 +13,10 @@ Command add_tune_command(CLI::App& app) {
       ->type_name("SOURCE");
   cmd->add_option("--batch-size", r->batch_size, "Samples per batch")->default_val(32);
   cmd->add_option("--step-ms", r->device.step_ms, "Training step per batch: MS or MEAN:SPREAD")->default_val("0");
+  cmd->add_option("--from", r->from,
+                  "Take the step from a diagnosis of the real job (gpufeed diagnose --json): the loop's time between "
+                  "its data waits, which includes what the job does besides --step-ms")
+      ->type_name("DIAGNOSIS.json");
   cmd->add_option("--model", r->device.model, "TorchScript model whose forward+backward is the step")
       ->type_name("FILE.pt");
   cmd->add_option("--gpus", r->gpus, "Ranks on this node, tuned together (default: the GPUs found, at least 1)");
@@ -63,6 +67,8 @@ Command add_tune_command(CLI::App& app) {
       "config found so far. docs/tune.md explains each phase.\n\n"
       "Examples:\n"
       "  gpufeed tune --data /mnt/s3fs/train --batch-size 256 --step-ms 45\n"
+      "  sudo gpufeed diagnose --pid PID --json diag.json && gpufeed tune --data /mnt/s3fs/train --batch-size 256 "
+      "--from diag.json\n"
       "  gpufeed tune --data /data/train --exec 'python train.py --workers {num_workers} --prefetch "
       "{prefetch_factor}' --metric-regex 'samples/s: ([0-9.]+)'\n"
       "  gpufeed tune --simulate --profile h100-8 --profile imagenet-resnet50\n"

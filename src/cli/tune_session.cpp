@@ -321,9 +321,43 @@ int run_simulate(const TuneRequest& r, Context& ctx, Reporter& rep) {
   return 0;
 }
 
+// --from: the step the real job's loop takes between data waits, from a
+// diagnosis (evidence.loop_step, docs/diagnose.md).
+void apply_diagnosis(TuneRequest& r) {
+  if (r.device.step_ms != "0" || !r.device.model.empty()) {
+    throw usage_error("--from and --step-ms/--model both give the step", "keep one of them");
+  }
+  const Json doc = read_json_file(r.from, "diagnosis");
+  if (!doc.is_object() || doc.value("schema", "") != "gpufeed.diagnosis/v1") {
+    throw usage_error(fmt::format("--from {} is not a gpufeed.diagnosis/v1 document", r.from),
+                      "write one with gpufeed diagnose --json FILE");
+  }
+  const Json step = doc.contains("evidence") && doc["evidence"].is_object() && doc["evidence"].contains("loop_step")
+                        ? doc["evidence"]["loop_step"]
+                        : Json();
+  const Json median = step.is_object() ? step.value("median_ms", Json()) : Json();
+  if (!median.is_number() || median.get<double>() <= 0) {
+    const std::string why = step.is_object() && step.value("unavailable", Json()).is_string()
+                                ? step["unavailable"].get<std::string>()
+                                : "it has no evidence.loop_step (written by an older gpufeed?)";
+    throw usage_error(fmt::format("--from {}: the diagnosis has no step estimate: {}", r.from, why),
+                      "diagnose the job while it starves (fewer workers), or give --step-ms");
+  }
+  const double spread = step.value("spread_ms", Json(0.0)).is_number() ? step["spread_ms"].get<double>() : 0.0;
+  r.device.step_ms = fmt::format("{:.3f}:{:.3f}", median.get<double>(), spread);
+  r.step_source = fmt::format("from {}: {:.2f} ms ± {:.2f} between the loop's data waits over {} cycles", r.from,
+                              median.get<double>(), spread, step.value("cycles", 0));
+}
+
 }  // namespace
 
-int run_tune(const TuneRequest& r, Context& ctx) {
+int run_tune(const TuneRequest& request, Context& ctx) {
+  if (!request.from.empty() && request.step_source.empty()) {
+    TuneRequest resolved = request;
+    apply_diagnosis(resolved);
+    return run_tune(resolved, ctx);
+  }
+  const TuneRequest& r = request;
   if (r.search != "model" && r.search != "grid") {
     throw usage_error(fmt::format("--search {} is not known", r.search), "use model or grid");
   }
@@ -386,7 +420,8 @@ int run_tune(const TuneRequest& r, Context& ctx) {
                        format_bytes(std::accumulate(samples.begin(), samples.end(), std::uint64_t{0},
                                                     [](std::uint64_t a, const loader::SampleInfo& s) { return a + s.size; }))));
   Measured m = measure_for_tune(mr);
-  rep.line(fmt::format("step: mean {:.2f} ms; memcpy {:.1f} GB/s", m.step_mean_ms, m.memcpy_gb_per_s));
+  rep.line(fmt::format("step: mean {:.2f} ms{}; memcpy {:.1f} GB/s", m.step_mean_ms,
+                       r.step_source.empty() ? "" : " (" + r.step_source + ")", m.memcpy_gb_per_s));
 
   // 3. Model.
   const tune::NodeShape node{budget.ranks, budget.worker_cores};
@@ -532,7 +567,9 @@ int run_tune(const TuneRequest& r, Context& ctx) {
   config.workload.data = r.data.data;
   config.workload.exec = r.exec;
   if (!r.exec.empty()) config.workload.metric_regex = r.metric_regex;
-  config.workload.step = model_step ? model_step->describe() : fmt::format("simulated step {} ms", r.device.step_ms);
+  config.workload.step = model_step            ? model_step->describe()
+                         : !r.step_source.empty() ? "step " + r.step_source
+                                                  : fmt::format("simulated step {} ms", r.device.step_ms);
   config.workload.step_ms = r.device.model.empty() ? r.device.step_ms : fmt::format("{:.3f}", m.step_mean_ms);
   config.workload.decode = r.work.decode;
   config.workload.cpu_us = r.work.cpu_us;

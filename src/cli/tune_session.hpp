@@ -27,6 +27,8 @@ struct TuneRequest {
   bool bind = false;
   int max_workers = 0;        // 0: from the budget
   bool both_pin = false;      // also try pin_memory=False
+  std::string from;           // a gpufeed.diagnosis/v1 file: the step measured on the real job
+  std::string step_source;    // set from --from: where the step came from, for the report and config
   std::string exec;           // target: the user's job
   std::string metric_regex = "samples/s: ([0-9.]+)";
   std::string out = "gpufeed-config.json";

@@ -94,6 +94,12 @@ TEST_F(Diagnose, DataWaitMatchesAKnownDutyCycle) {
   std::cout << "[ measured ] data wait " << wait << " for a known 0.875\n";
   EXPECT_NEAR(wait, 0.875, 0.05);
   EXPECT_GT(doc["evidence"]["wait_spans_recorded"].get<int>(), 50);  // the spans reach user space
+  // Between waits the loop runs its 5 ms step (and a few Python lines).
+  const json& step = doc["evidence"]["loop_step"];
+  ASSERT_TRUE(step["median_ms"].is_number()) << step.dump();
+  std::cout << "[ measured ] loop step " << step["median_ms"] << " ms for a known 5 ms\n";
+  EXPECT_NEAR(step["median_ms"].get<double>(), 5.0, 1.0);
+  EXPECT_GT(step["cycles"].get<int>(), 50) << step.dump();  // ~100 items in the job's 4 s
   const json* workers = finding(doc, "loader.too-few-workers");
   ASSERT_NE(workers, nullptr);
   // 8 producers would feed it exactly; the advice adds 15% for the tail.
@@ -262,6 +268,13 @@ TEST_F(DiagnoseSlowJob, SlowFuseMetadataIsNamedWithItsLatencyAndMoreWorkersAdvis
   EXPECT_GT(workers->at("figures")["recommended_num_workers"].get<int>(), 2);
   EXPECT_NE(finding(doc, "loop.starved"), nullptr);
   EXPECT_NE(doc["summary"]["top_cause"], nullptr);
+  // The starved loop waits for every batch: between waits it runs the 20 ms
+  // step plus what PyTorch's loop costs on top (tune --from takes this).
+  const json& step = doc["evidence"]["loop_step"];
+  ASSERT_TRUE(step["median_ms"].is_number()) << step.dump();
+  std::cout << "[ measured ] loop step " << step["median_ms"] << " ms for a 20 ms sleep per batch\n";
+  EXPECT_GE(step["median_ms"].get<double>(), 19.0);
+  EXPECT_LE(step["median_ms"].get<double>(), 30.0);
 }
 
 TEST_F(DiagnoseSlowJob, LocalDirectoryHasNoStorageFinding) {

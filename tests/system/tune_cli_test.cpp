@@ -98,6 +98,60 @@ TEST(TuneCli, BuiltinTargetPicksEnoughWorkersAndRecordsItsTrials) {
   EXPECT_LT(doc["search"]["wall_s"].get<double>(), doc["search"]["grid_equivalent_s"].get<double>());
 }
 
+// --from: the step comes from a diagnosis of the real job. An 8 ms step of
+// 4 samples needs 500/s: two 250/s workers, not the eight a 2 ms step needs.
+std::vector<std::string> without_step(std::vector<std::string> args) {
+  const auto it = std::find(args.begin(), args.end(), "--step-ms");
+  args.erase(it, it + 2);
+  return args;
+}
+
+std::string diagnosis_with_step(const std::string& loop_step) {
+  return R"({"schema": "gpufeed.diagnosis/v1", "evidence": {"loop_step": )" + loop_step + "}}";
+}
+
+TEST(TuneCli, FromDiagnosisTakesTheLoopStep) {
+  TempDir dir;
+  const auto out = dir / "cfg.json";
+  const auto diag = dir.write("d.json", diagnosis_with_step(R"({"median_ms": 8.0, "spread_ms": 0.5, "p10_ms": 7.4,
+      "p90_ms": 8.6, "cycles": 120, "unavailable": null})"));
+  auto args = without_step(quick_tune(out));
+  args.insert(args.end(), {"--from", diag.string()});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("between the loop's data waits over 120 cycles"), std::string::npos) << r.out;
+  const auto doc = load(out);
+  EXPECT_EQ(schema_errors("config", doc), "");
+  EXPECT_EQ(doc["workload"]["step_ms"], "8.000:0.500");
+  EXPECT_NE(doc["workload"]["step"].get<std::string>().find("from " + diag.string()), std::string::npos);
+  EXPECT_GE(doc["dataloader"]["num_workers"].get<int>(), 2);
+  EXPECT_LE(doc["dataloader"]["num_workers"].get<int>(), 4);
+}
+
+TEST(TuneCli, FromDiagnosisRefusesWhatItCannotUse) {
+  TempDir dir;
+  const auto out = dir / "cfg.json";
+  auto with_from = [&](const std::string& content, bool keep_step = false) {
+    const auto diag = dir.write("d.json", content);
+    auto args = keep_step ? quick_tune(out) : without_step(quick_tune(out));
+    args.insert(args.end(), {"--from", diag.string()});
+    return run_cli(args);
+  };
+  const auto fed = with_from(diagnosis_with_step(R"({"median_ms": null, "spread_ms": null, "p10_ms": null,
+      "p90_ms": null, "cycles": 3, "unavailable": "only 3 waits for data between steps were seen"})"));
+  EXPECT_EQ(fed.code, 2);
+  EXPECT_NE(fed.err.find("no step estimate: only 3 waits"), std::string::npos) << fed.err;
+  EXPECT_NE(fed.err.find("--step-ms"), std::string::npos) << fed.err;
+  const auto other = with_from(R"({"schema": "gpufeed.config/v1"})");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("not a gpufeed.diagnosis/v1 document"), std::string::npos) << other.err;
+  EXPECT_EQ(with_from("not json").code, 2);
+  const auto both = with_from(diagnosis_with_step(R"({"median_ms": 8.0})"), /*keep_step=*/true);
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("--from and --step-ms"), std::string::npos) << both.err;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "no config from a refused request";
+}
+
 TEST(TuneCli, ExecTargetRunsTheJobPerTrialAndReadsItsMetric) {
   TempDir dir;
   const auto out = dir / "config.json";

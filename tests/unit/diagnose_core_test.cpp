@@ -1,6 +1,8 @@
-// Histograms, /proc parsers and mount lookup of the diagnose core.
+// Histograms, /proc parsers, mount lookup and the loop-step estimate of the
+// diagnose core.
 #include <gtest/gtest.h>
 
+#include "gpufeed/diagnose/evidence.hpp"
 #include "gpufeed/diagnose/histogram.hpp"
 #include "gpufeed/diagnose/mounts.hpp"
 #include "gpufeed/diagnose/proc_stats.hpp"
@@ -54,6 +56,65 @@ TEST(Histogram, DrawsOneRowPerBucketBetweenFirstAndLast) {
   auto rows = draw_histogram(h, 10);
   ASSERT_EQ(rows.size(), 4U);  // 1-2 us, 2-4 us and 4-8 us (empty), 8-16 us
   EXPECT_NE(rows[0].find("|**********|"), std::string::npos) << rows[0];
+}
+
+// A loop that waits for every batch: 40 ms waits (two calls each, 0.3 ms
+// apart), then a 60 ms step with +-3 ms of jitter, two ranks.
+Evidence starved_loop(double step_ms, int cycles, int every = 1) {
+  Evidence e;
+  e.ebpf = true;
+  e.ranks = 2;
+  e.window_s = 30;
+  for (int rank = 0; rank < 2; ++rank) {
+    double t_ms = 1000;
+    for (int i = 0; i < cycles; ++i) {
+      const double jitter = ((i * 7919) % 7 - 3);  // -3..+3 ms, deterministic
+      if (i % every == 0) {
+        e.waits.push_back({t_ms / 1e3, 30.0, 100 + rank, rank, 7});
+        e.waits.push_back({(t_ms + 30.3) / 1e3, 9.7, 100 + rank, rank, 0});
+        t_ms += 40;
+      }
+      t_ms += step_ms + jitter;
+    }
+  }
+  return e;
+}
+
+TEST(LoopStep, GapsBetweenMergedWaitsAreTheStep) {
+  const LoopStep st = loop_step(starved_loop(60, 100));
+  ASSERT_TRUE(st.median_ms) << st.unavailable;
+  EXPECT_NEAR(*st.median_ms, 60, 1.0);  // not 30 or 0.3: a wait's two calls are one wait
+  EXPECT_EQ(st.cycles, 2 * 99);         // per rank, never across ranks
+  EXPECT_GE(st.p10_ms, 56.5);
+  EXPECT_LE(st.p90_ms, 63.5);
+  EXPECT_GT(st.spread_ms, 0.5);
+  EXPECT_LT(st.spread_ms, 3.5);
+  EXPECT_TRUE(st.unavailable.empty());
+}
+
+TEST(LoopStep, NoEstimateWithoutTracingOrWaits) {
+  Evidence e = starved_loop(60, 100);
+  e.ebpf = false;
+  EXPECT_FALSE(loop_step(e).median_ms);
+  EXPECT_NE(loop_step(e).unavailable.find("syscall tracing"), std::string::npos);
+  const LoopStep few = loop_step(starved_loop(60, 4));
+  EXPECT_FALSE(few.median_ms);
+  EXPECT_NE(few.unavailable.find("only 6 waits"), std::string::npos) << few.unavailable;
+}
+
+TEST(LoopStep, AFedLoopThatSeldomWaitsGetsNoEstimate) {
+  // Waits before one step in three at irregular spacing: gaps are 1-3 steps.
+  Evidence e;
+  e.ebpf = true;
+  e.window_s = 30;
+  double t = 1.0;
+  for (int i = 0; i < 60; ++i) {
+    e.waits.push_back({t, 2.0, 100, 0, 7});
+    t += 0.002 + 0.060 * (1 + i % 3);
+  }
+  const LoopStep st = loop_step(e);
+  EXPECT_FALSE(st.median_ms);
+  EXPECT_NE(st.unavailable.find("irregular"), std::string::npos) << st.unavailable;
 }
 
 TEST(Syscalls, NamesAndClasses) {

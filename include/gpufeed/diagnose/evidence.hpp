@@ -165,6 +165,24 @@ struct LoaderFigures {
 
 LoaderFigures loader_figures(const Evidence& e);
 
+// The training loop's step as seen from its data waits: in a loop that waits
+// for (nearly) every batch, the time from the end of one wait to the start of
+// the next is one step's compute (forward, backward, the loop's own Python),
+// whatever the job's code says its step is. `gpufeed tune --from` uses it.
+struct LoopStep {
+  std::optional<double> median_ms;  // absent when it cannot be told; see `unavailable`
+  double spread_ms = 0;             // standard deviation of the 10-90% gaps
+  double p10_ms = 0, p90_ms = 0;
+  int cycles = 0;                   // wait-to-wait gaps seen, all ranks
+  std::string unavailable;          // why there is no estimate
+};
+// Waits closer than `merge_ms` are one wait (a batch is received in several
+// calls); at least `min_cycles` gaps are needed. A loop that finds most
+// batches ready has gaps spanning several steps: then the gaps are irregular
+// (p10 well under the median) and no estimate is given, unless
+// p10 >= `min_regularity` x median.
+LoopStep loop_step(const Evidence& e, double merge_ms = 1.0, int min_cycles = 8, double min_regularity = 0.55);
+
 // Latency of a class of path calls (stat-like or open) across all traced
 // processes: exact from slow calls above the threshold, log2 buckets below.
 struct PathLatency {

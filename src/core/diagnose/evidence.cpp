@@ -9,6 +9,7 @@
 
 #include "gpufeed/diagnose/mounts.hpp"
 #include "gpufeed/diagnose/syscalls.hpp"
+#include "gpufeed/stats.hpp"
 
 namespace gpufeed {
 namespace {
@@ -139,6 +140,62 @@ LoaderFigures loader_figures(const Evidence& e) {
     f.worker_wait_s = f.worker_wall_s * (e.sampled.worker_waiting / n);
   }
   return f;
+}
+
+LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double min_regularity) {
+  LoopStep out;
+  if (!e.ebpf) {
+    out.unavailable = "syscall tracing did not run (the loop's waits are not timed by /proc sampling)";
+    return out;
+  }
+  std::map<int, std::vector<WaitSpan>> by_loop;
+  for (const auto& w : e.waits) by_loop[w.pid].push_back(w);
+  std::vector<double> gaps;
+  for (auto& [pid, spans] : by_loop) {
+    std::sort(spans.begin(), spans.end(), [](const WaitSpan& a, const WaitSpan& b) { return a.t_s < b.t_s; });
+    // Merge the calls of one wait, then take the gaps between waits.
+    std::vector<std::pair<double, double>> waits;  // start, end (ms)
+    for (const auto& s : spans) {
+      const double start = s.t_s * 1e3, end = start + s.dur_ms;
+      if (!waits.empty() && start - waits.back().second < merge_ms) {
+        waits.back().second = std::max(waits.back().second, end);
+      } else {
+        waits.emplace_back(start, end);
+      }
+    }
+    for (std::size_t i = 1; i < waits.size(); ++i) {
+      const double gap = waits[i].first - waits[i - 1].second;
+      gaps.push_back(gap);
+    }
+  }
+  out.cycles = static_cast<int>(gaps.size());
+  if (out.cycles < min_cycles) {
+    out.unavailable = fmt::format("only {} waits for data between steps were seen (the loop seldom waits: it is fed, "
+                                  "or the window was short)", out.cycles);
+    return out;
+  }
+  std::sort(gaps.begin(), gaps.end());
+  const double median = quantile_sorted(gaps, 0.5);
+  out.p10_ms = quantile_sorted(gaps, 0.1);
+  out.p90_ms = quantile_sorted(gaps, 0.9);
+  if (out.p10_ms < min_regularity * median) {
+    out.unavailable = fmt::format("the gaps between the loop's waits are irregular (p10 {:.1f} ms, median {:.1f} ms): "
+                                  "many steps found their batch ready, so a gap may span several steps",
+                                  out.p10_ms, median);
+    return out;
+  }
+  out.median_ms = median;
+  double sum = 0, sq = 0;
+  int n = 0;
+  for (double g : gaps) {
+    if (g < out.p10_ms || g > out.p90_ms) continue;
+    sum += g;
+    sq += g * g;
+    ++n;
+  }
+  const double mean = n ? sum / n : *out.median_ms;
+  out.spread_ms = n > 1 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) : 0;
+  return out;
 }
 
 PathLatency path_latency(const Evidence& e, bool stats, const std::string& mount) {

@@ -80,6 +80,17 @@ Json gpu_json(const Evidence& e) {
           {"devices", devices}};
 }
 
+// The step as seen between the loop's data waits (evidence.hpp: loop_step).
+Json loop_step_json(const Evidence& e) {
+  const LoopStep st = loop_step(e);
+  return {{"median_ms", opt(st.median_ms)},
+          {"spread_ms", st.median_ms ? Json(st.spread_ms) : Json(nullptr)},
+          {"p10_ms", st.median_ms ? Json(st.p10_ms) : Json(nullptr)},
+          {"p90_ms", st.median_ms ? Json(st.p90_ms) : Json(nullptr)},
+          {"cycles", st.cycles},
+          {"unavailable", st.median_ms ? Json(nullptr) : Json(st.unavailable)}};
+}
+
 Json evidence_json(const DiagnosisReport& r) {
   const Evidence& e = r.evidence;
   const LoaderFigures f = loader_figures(e);
@@ -138,6 +149,7 @@ Json evidence_json(const DiagnosisReport& r) {
       {"slow_call_groups", groups},
       {"slow_calls_recorded", e.slow_calls.size()},
       {"wait_spans_recorded", e.waits.size()},
+      {"loop_step", loop_step_json(e)},
       {"syscalls", syscalls},
       {"processes", processes},
       {"host",
@@ -246,6 +258,12 @@ void render_text(const DiagnosisReport& r, const TextStyle& s, bool verbose, std
                        w >= 0.1 ? fmt::format(" -> up to {:.1f}x faster if fed", 1.0 / (1.0 - std::min(w, 0.99))) : "");
   } else {
     out << "  Data wait: not measured (no training-loop thread was seen)\n";
+  }
+  const LoopStep step = loop_step(e);
+  if (step.median_ms) {
+    out << fmt::format("  Loop step: {:.1f} ms between data waits (p10 {:.1f}, p90 {:.1f}; {} cycles) - "
+                       "gpufeed tune --from takes it\n",
+                       *step.median_ms, step.p10_ms, step.p90_ms, step.cycles);
   }
   if (r.findings.empty()) {
     out << "  " << s.good("Healthy: no finding") << " - the loader keeps up with the loop.\n";
