@@ -7,7 +7,9 @@ Two workloads, each run untraced and under every tracer, interleaved, N times:
   (b) the slow-job fixture (a real PyTorch DataLoader job, 2 workers) on a
       local directory at full speed (--step-ms 0), timed by its own
       steady-state samples/s.
-Tracers: gpufeed diagnose (follows forks, records slow calls), strace -f -c,
+Tracers: gpufeed diagnose (follows forks, records slow calls; calls in flight
+in task-local storage), gpufeed-hash (the same with the fallback for kernels
+without task storage: a hash by thread id), strace -f -c,
 libbpf-tools syscount -L (system-wide; bcc's libbpf port), and bcc's
 syscount-bpfcc -L when it runs on this kernel.
 
@@ -66,8 +68,11 @@ def measure(workload_argv, parse, tracer, tmp):
     """Runs the workload under `tracer`; returns the workload's own figure."""
     bg = None
     argv = list(workload_argv)
-    if tracer == "gpufeed":
+    env = None
+    if tracer in ("gpufeed", "gpufeed-hash"):
         argv = [GPUFEED, "diagnose", "--quiet", "--duration", "600", "--json", os.path.join(tmp, "d.json"), "--"] + argv
+        if tracer == "gpufeed-hash":  # calls in flight in a hash by tid, the fallback for older kernels
+            env = dict(os.environ, GPUFEED_BPF_STARTS="hash")
     elif tracer == "strace":
         argv = ["strace", "-f", "-c", "-o", os.path.join(tmp, "strace.txt")] + argv
     elif tracer == "syscount":
@@ -75,7 +80,7 @@ def measure(workload_argv, parse, tracer, tmp):
     elif tracer == "syscount-bpfcc":
         bg = Background(["syscount-bpfcc", "-L", "-d", "600"])
     try:
-        out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=900).stdout
+        out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=900, env=env).stdout
     finally:
         if bg:
             bg.stop()
@@ -87,7 +92,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=200000)
     ap.add_argument("--batches", type=int, default=300)
-    ap.add_argument("--tracers", default="gpufeed,strace,syscount,syscount-bpfcc",
+    ap.add_argument("--tracers", default="gpufeed,gpufeed-hash,strace,syscount,syscount-bpfcc",
                     help="comma-separated subset to compare against the untraced run")
     ap.add_argument("--workloads", default="a,b", help="a (syscall loop), b (DataLoader job), or both")
     args = ap.parse_args()
@@ -119,7 +124,8 @@ def main():
                                   lambda out: 1.0 / float(re.search(r"final samples/s: ([0-9.]+)", out).group(1))),
         }
         wanted = set(args.tracers.split(","))
-        tracers = ["none"] + [t for t in ["gpufeed", "strace", "syscount", "syscount-bpfcc"] if t in wanted]
+        tracers = ["none"] + [t for t in ["gpufeed", "gpufeed-hash", "strace", "syscount", "syscount-bpfcc"]
+                              if t in wanted]
         if "syscount-bpfcc" in tracers and not shutil.which("syscount-bpfcc"):
             tracers.remove("syscount-bpfcc")
         workloads = {k: v for k, v in workloads.items() if k[0] in args.workloads.split(",")}

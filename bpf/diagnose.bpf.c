@@ -76,6 +76,18 @@ struct gf_start {
   __u32 rank;
 };
 
+/* Calls in flight, by thread. Two homes; user space loads one pair of
+ * syscall programs (gf_sys_*_ts or gf_sys_*) and creates only its map:
+ * - task_starts, task-local storage: a pointer off the task, no hashing,
+ *   no insert or delete per call (kernels >= 5.11);
+ * - starts, a hash by tid: the fallback. */
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct gf_start);
+} task_starts SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 65536);
@@ -187,6 +199,60 @@ static __always_inline bool is_wait(__u32 nr, __u16 kind) {
   return false;
 }
 
+/* What sys_enter records for a traced thread's call (ts is set last). */
+static __always_inline void fill_start(struct gf_start *s, struct gf_proc *proc, struct pt_regs *regs, long id,
+                                       __u32 tid, __u32 tgid) {
+  s->syscall = (__u32)id;
+  s->rank = proc->rank;
+  if (proc->is_worker)
+    s->role = tid == tgid ? GF_ROLE_WORKER : GF_ROLE_WORKER_THREADS;
+  else
+    s->role = tid == tgid ? GF_ROLE_LOOP : GF_ROLE_LOOP_THREADS;
+  s->fd = -1;
+  s->kind = 0;
+  s->path_ptr = 0;
+  s->file_ptr = 0;
+  if (is_path_call(s->syscall)) {
+    s->kind = GF_KIND_PATH;
+    s->path_ptr = path_arg(regs, s->syscall);
+    if (s->syscall != NR_open && s->syscall != NR_stat && s->syscall != NR_lstat && s->syscall != NR_access)
+      s->fd = (int)regs->di; /* dirfd */
+    if (s->syscall == NR_newfstatat || s->syscall == NR_statx) {
+      /* fstat(fd) arrives as newfstatat(fd, "", AT_EMPTY_PATH). */
+      unsigned long flags = s->syscall == NR_newfstatat ? regs->r10 : regs->dx;
+      char first = 1;
+      /* Read the path's first byte only when the flag makes it matter. */
+      if (flags & AT_EMPTY_PATH) bpf_probe_read_user(&first, 1, (void *)s->path_ptr);
+      if (first == 0) {
+        s->kind = GF_KIND_FD_STAT;
+        s->file_ptr = (__u64)fd_file(s->fd);
+      }
+    }
+  } else if (is_fd_call(s->syscall)) {
+    s->fd = (int)regs->di;
+    struct file *f = fd_file(s->fd);
+    s->file_ptr = (__u64)f;
+    s->kind = s->syscall == NR_fstat ? GF_KIND_FD_STAT : file_kind(f);
+  }
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(gf_sys_enter_ts, struct pt_regs *regs, long id) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+  struct gf_proc *proc = bpf_map_lookup_elem(&procs, &tgid);
+  if (!proc) return 0;
+  struct gf_start *s = bpf_task_storage_get(&task_starts, bpf_get_current_task_btf(), 0,
+                                            BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!s) {
+    count(GF_COUNTER_STARTS_DROPPED);
+    return 0;
+  }
+  fill_start(s, proc, regs, id, tid, tgid);
+  s->ts = bpf_ktime_get_ns();
+  return 0;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(gf_sys_enter, struct pt_regs *regs, long id) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -195,35 +261,7 @@ int BPF_PROG(gf_sys_enter, struct pt_regs *regs, long id) {
   if (!proc) return 0;
 
   struct gf_start s = {};
-  s.syscall = (__u32)id;
-  s.rank = proc->rank;
-  if (proc->is_worker)
-    s.role = tid == tgid ? GF_ROLE_WORKER : GF_ROLE_WORKER_THREADS;
-  else
-    s.role = tid == tgid ? GF_ROLE_LOOP : GF_ROLE_LOOP_THREADS;
-  s.fd = -1;
-  if (is_path_call(s.syscall)) {
-    s.kind = GF_KIND_PATH;
-    s.path_ptr = path_arg(regs, s.syscall);
-    if (s.syscall != NR_open && s.syscall != NR_stat && s.syscall != NR_lstat && s.syscall != NR_access)
-      s.fd = (int)regs->di; /* dirfd */
-    if (s.syscall == NR_newfstatat || s.syscall == NR_statx) {
-      /* fstat(fd) arrives as newfstatat(fd, "", AT_EMPTY_PATH). */
-      unsigned long flags = s.syscall == NR_newfstatat ? regs->r10 : regs->dx;
-      char first = 1;
-      /* Read the path's first byte only when the flag makes it matter. */
-      if (flags & AT_EMPTY_PATH) bpf_probe_read_user(&first, 1, (void *)s.path_ptr);
-      if (first == 0) {
-        s.kind = GF_KIND_FD_STAT;
-        s.file_ptr = (__u64)fd_file(s.fd);
-      }
-    }
-  } else if (is_fd_call(s.syscall)) {
-    s.fd = (int)regs->di;
-    struct file *f = fd_file(s.fd);
-    s.file_ptr = (__u64)f;
-    s.kind = s.syscall == NR_fstat ? GF_KIND_FD_STAT : file_kind(f);
-  }
+  fill_start(&s, proc, regs, id, tid, tgid);
   s.ts = bpf_ktime_get_ns();
   if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY) != 0) count(GF_COUNTER_STARTS_DROPPED);
   return 0;
@@ -256,16 +294,8 @@ static __always_inline bool is_reported_slow(__u32 nr, __u16 kind) {
   return false;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(gf_sys_exit, struct pt_regs *regs, long ret) {
-  __u32 tid = (__u32)bpf_get_current_pid_tgid();
-  struct gf_start *s = bpf_map_lookup_elem(&starts, &tid);
-  if (!s) return 0;
-  __u64 now = bpf_ktime_get_ns();
-  __u64 dur = now - s->ts;
-  struct gf_start st = *s;
-  bpf_map_delete_elem(&starts, &tid);
-
+/* The histogram update and, for slow calls and long loop waits, the event. */
+static __always_inline int finish_call(struct gf_start st, long ret, __u64 dur, __u32 tid) {
   struct gf_hist_key key = {.syscall = st.syscall, .role = st.role, .kind = st.kind};
   struct gf_hist *h = bpf_map_lookup_elem(&hists, &key);
   if (!h) {
@@ -314,6 +344,28 @@ int BPF_PROG(gf_sys_exit, struct pt_regs *regs, long ret) {
    * so the traced job never pays for waking the tracer. */
   bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
   return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(gf_sys_exit_ts, struct pt_regs *regs, long ret) {
+  struct gf_start *s = bpf_task_storage_get(&task_starts, bpf_get_current_task_btf(), 0, 0);
+  if (!s || !s->ts) return 0;
+  __u64 dur = bpf_ktime_get_ns() - s->ts;
+  struct gf_start st = *s;
+  s->ts = 0; /* the call is over: a later exit without an enter is not timed */
+  return finish_call(st, ret, dur, (__u32)bpf_get_current_pid_tgid());
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(gf_sys_exit, struct pt_regs *regs, long ret) {
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct gf_start *s = bpf_map_lookup_elem(&starts, &tid);
+  if (!s) return 0;
+  __u64 now = bpf_ktime_get_ns();
+  __u64 dur = now - s->ts;
+  struct gf_start st = *s;
+  bpf_map_delete_elem(&starts, &tid);
+  return finish_call(st, ret, dur, tid);
 }
 
 static __always_inline void send_process_event(__u32 type, __u32 tgid, __u32 other, __u32 rank) {

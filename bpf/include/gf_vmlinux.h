@@ -29,6 +29,7 @@ enum bpf_map_type {
   BPF_MAP_TYPE_PERCPU_HASH = 5,
   BPF_MAP_TYPE_PERCPU_ARRAY = 6,
   BPF_MAP_TYPE_RINGBUF = 27,
+  BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 
 enum {
@@ -40,6 +41,7 @@ enum {
   BPF_NOEXIST = 1,
   BPF_EXIST = 2,
   BPF_F_NO_PREALLOC = 1,
+  BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
 };
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)

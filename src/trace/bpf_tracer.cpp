@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -37,11 +38,21 @@ Error load_error(const char* step, int err) {
                        "pass --no-ebpf for a /proc-only diagnosis");
 }
 
+// Where calls in flight are kept (bpf/diagnose.bpf.c): task-local storage
+// where the kernel has it, else a hash by thread id. GPUFEED_BPF_STARTS=hash
+// forces the fallback (its tests and the overhead benchmark use it).
+bool use_task_storage() {
+  const char* forced = std::getenv("GPUFEED_BPF_STARTS");
+  if (forced != nullptr && std::strcmp(forced, "hash") == 0) return false;
+  return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) == 1;
+}
+
 }  // namespace
 
 struct BpfTracer::Impl {
   gf_diagnose* skel = nullptr;
   ring_buffer* rb = nullptr;
+  bool task_storage = false;
   const std::function<void(const TraceEvent&)>* sink = nullptr;
   int handled = 0;
 
@@ -93,6 +104,14 @@ BpfTracer::BpfTracer(const TracerSettings& settings) : impl_(std::make_unique<Im
   if (!impl_->skel) throw load_error("open", errno);
   impl_->skel->rodata->slow_call_ns = static_cast<__u64>(settings.slow_call_ms * 1e6);
   impl_->skel->rodata->wait_span_ns = static_cast<__u64>(settings.wait_span_ms * 1e6);
+  // One pair of syscall programs, and only the map it uses.
+  const bool ts = impl_->task_storage = use_task_storage();
+  bpf_program__set_autoload(impl_->skel->progs.gf_sys_enter_ts, ts);
+  bpf_program__set_autoload(impl_->skel->progs.gf_sys_exit_ts, ts);
+  bpf_program__set_autoload(impl_->skel->progs.gf_sys_enter, !ts);
+  bpf_program__set_autoload(impl_->skel->progs.gf_sys_exit, !ts);
+  bpf_map__set_autocreate(impl_->skel->maps.task_starts, ts);
+  bpf_map__set_autocreate(impl_->skel->maps.starts, !ts);
   if (int err = gf_diagnose__load(impl_->skel)) throw load_error("load", err);
   if (int err = gf_diagnose__attach(impl_->skel)) throw load_error("attach", err);
   impl_->rb = ring_buffer__new(bpf_map__fd(impl_->skel->maps.events), &Impl::on_sample, impl_.get(), nullptr);
@@ -100,6 +119,8 @@ BpfTracer::BpfTracer(const TracerSettings& settings) : impl_(std::make_unique<Im
 }
 
 BpfTracer::~BpfTracer() = default;
+
+std::string BpfTracer::call_store() const { return impl_->task_storage ? "task storage" : "hash by thread id"; }
 
 void BpfTracer::add_process(int tgid, bool worker, int rank) {
   const __u32 key = static_cast<__u32>(tgid);

@@ -83,6 +83,25 @@ TEST_F(Diagnose, LaunchedCommandIsTracedFromTheStartAndItsExitCodeReturned) {
   expect_detached();
 }
 
+// Kernels without task-local storage keep calls in flight in a hash by
+// thread id (bpf/diagnose.bpf.c): the same calls are seen and timed.
+TEST_F(Diagnose, HashFallbackForCallsInFlightSeesEveryCallToo) {
+  std::vector<std::string> args = {"/usr/bin/env", "GPUFEED_BPF_STARTS=hash", GPUFEED_BINARY, "diagnose",
+                                    "--duration", "20", "--json", (dir_ / "d.json").string(), "--", kPython, "-c",
+                                    "import os\nfor _ in range(1000): os.stat('/etc/hostname')"};
+  ChildProcess g(args, dir_ / "gpufeed.out");
+  auto code = g.wait(60);
+  ASSERT_TRUE(code) << "gpufeed did not finish";
+  EXPECT_EQ(*code, 0) << output();
+  json doc = read_json(dir_ / "d.json");
+  std::uint64_t stats = 0;
+  for (const auto& s : doc["evidence"]["syscalls"]) {
+    if (s["role"] == "loop" && s["syscall"] == "newfstatat" && s["kind"] == "path") stats += s["count"].get<std::uint64_t>();
+  }
+  EXPECT_GE(stats, 1000U);
+  expect_detached();
+}
+
 TEST_F(Diagnose, DataWaitMatchesAKnownDutyCycle) {
   // The loop reads items from a producer that makes one every 40 ms and steps
   // 5 ms per item: it waits 35 of every 40 ms, 87.5%, blocked in read(pipe).

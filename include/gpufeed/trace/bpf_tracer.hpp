@@ -56,6 +56,10 @@ class BpfTracer {
   BpfTracer(const BpfTracer&) = delete;
   BpfTracer& operator=(const BpfTracer&) = delete;
 
+  // Where the kernel side keeps calls in flight: "task storage" or, on
+  // kernels without it (or GPUFEED_BPF_STARTS=hash), "hash by thread id".
+  std::string call_store() const;
+
   // Puts a process in the traced set (its threads and later children follow).
   void add_process(int tgid, bool worker, int rank);
   // Waits up to timeout_ms for events; returns how many were handled.
