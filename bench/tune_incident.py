@@ -166,7 +166,8 @@ def main():
     ap.add_argument("--trial-seconds", type=float, default=10)
     ap.add_argument("--first-round-seconds", type=float, default=6,
                     help="a PyTorch job needs ~3 s to start and print its first rate")
-    ap.add_argument("--diagnose-workers", type=int, default=2, help="the job's workers while diagnose watches it")
+    ap.add_argument("--diagnose-workers", type=int, default=1,
+                    help="the job's workers while diagnose watches it (few enough that the loop waits every batch)")
     ap.add_argument("--diagnose-seconds", type=float, default=12)
     ap.add_argument("--lookup-ms", type=float, default=5)
     ap.add_argument("--getattr-ms", type=float, default=5)

@@ -7,6 +7,7 @@
 
 #include "bench_setup.hpp"
 #include "context.hpp"
+#include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
@@ -97,10 +98,12 @@ int run_check(CheckOptions& o, Context& ctx) {
         samples = list_data(*source, ctx.io, o.output.quiet);
         WorkOptions work;
         work.decode = c.workload.decode;
-        work.cpu_us = c.workload.cpu_us;
+        // cpu_us with a decode is CPU the job's workers pay on top of it (tune --from).
+        const bool decoding = c.workload.decode != "none";
+        work.cpu_us = decoding ? 0 : c.workload.cpu_us;
         work.image_size = c.workload.image_size;
         if (c.workload.decode == "none" && c.workload.sample_bytes) work.sample_bytes = std::to_string(c.workload.sample_bytes);
-        transform = make_transform(work, samples);
+        transform = loader::with_extra_cpu(make_transform(work, samples), decoding ? c.workload.cpu_us : 0);
         BuiltinTrialSetup setup;
         setup.source = source.get();
         setup.samples = &samples;

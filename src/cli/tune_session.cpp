@@ -15,6 +15,7 @@
 
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/cpulist.hpp"
+#include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
@@ -347,6 +348,21 @@ void apply_diagnosis(TuneRequest& r) {
   r.device.step_ms = fmt::format("{:.3f}:{:.3f}", median.get<double>(), spread);
   r.step_source = fmt::format("from {}: {:.2f} ms ± {:.2f} between the loop's data waits over {} cycles", r.from,
                               median.get<double>(), spread, step.value("cycles", 0));
+  // The CPU its workers spent per file they opened (user + system, /proc):
+  // Python, the real decode and collate, as the job pays them.
+  const Json workers = doc["evidence"].value("workers", Json());
+  if (workers.is_object() && workers.value("files_opened", Json(0)).is_number() &&
+      workers.value("cpu_s", Json(0)).is_number()) {
+    const double files = workers["files_opened"].get<double>(), cpu_s = workers["cpu_s"].get<double>();
+    if (files >= 50 && cpu_s > 0) r.job_cpu_ms = cpu_s * 1e3 / files;
+  }
+}
+
+// What a sample costs the job's workers beyond the built-in transform, when
+// a diagnosis says so: the model's CPU distribution is shifted by it and the
+// built-in trials spend it, so model and trials both describe the job.
+double extra_cpu_ms(const TuneRequest& r, double transform_ms) {
+  return r.job_cpu_ms > transform_ms ? r.job_cpu_ms - transform_ms : 0.0;
 }
 
 }  // namespace
@@ -420,6 +436,17 @@ int run_tune(const TuneRequest& request, Context& ctx) {
                        format_bytes(std::accumulate(samples.begin(), samples.end(), std::uint64_t{0},
                                                     [](std::uint64_t a, const loader::SampleInfo& s) { return a + s.size; }))));
   Measured m = measure_for_tune(mr);
+  const double transform_cpu_ms = m.cpu_mean_ms;
+  if (const double extra = extra_cpu_ms(r, m.cpu_mean_ms); extra > 0) {
+    rep.line(fmt::format("CPU per sample: the job's workers spent {:.2f} ms ({}), the built-in transform {:.3f} ms: the "
+                         "model and the trials add {:.2f} ms",
+                         r.job_cpu_ms, r.from, m.cpu_mean_ms, extra));
+    std::vector<double> shifted = m.workload.cpu_ms.values();
+    for (auto& v : shifted) v += extra;
+    m.workload.cpu_ms = tune::Distribution(std::move(shifted));
+    m.cpu_mean_ms = m.workload.cpu_ms.mean();
+    transform = loader::with_extra_cpu(std::move(transform), extra * 1e3);
+  }
   rep.line(fmt::format("step: mean {:.2f} ms{}; memcpy {:.1f} GB/s", m.step_mean_ms,
                        r.step_source.empty() ? "" : " (" + r.step_source + ")", m.memcpy_gb_per_s));
 
@@ -572,7 +599,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
                                                   : fmt::format("simulated step {} ms", r.device.step_ms);
   config.workload.step_ms = r.device.model.empty() ? r.device.step_ms : fmt::format("{:.3f}", m.step_mean_ms);
   config.workload.decode = r.work.decode;
-  config.workload.cpu_us = r.work.cpu_us;
+  config.workload.cpu_us = r.work.cpu_us + extra_cpu_ms(r, transform_cpu_ms) * 1e3;  // check pays it too
   config.workload.image_size = r.work.image_size;
   config.workload.sample_bytes = transform->output_bytes();
   config.workload.ranks = budget.ranks;

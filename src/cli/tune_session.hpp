@@ -29,6 +29,7 @@ struct TuneRequest {
   bool both_pin = false;      // also try pin_memory=False
   std::string from;           // a gpufeed.diagnosis/v1 file: the step measured on the real job
   std::string step_source;    // set from --from: where the step came from, for the report and config
+  double job_cpu_ms = 0;      // set from --from: CPU the job's workers spent per sample (0: unknown)
   std::string exec;           // target: the user's job
   std::string metric_regex = "samples/s: ([0-9.]+)";
   std::string out = "gpufeed-config.json";

@@ -106,8 +106,9 @@ std::vector<std::string> without_step(std::vector<std::string> args) {
   return args;
 }
 
-std::string diagnosis_with_step(const std::string& loop_step) {
-  return R"({"schema": "gpufeed.diagnosis/v1", "evidence": {"loop_step": )" + loop_step + "}}";
+std::string diagnosis_with_step(const std::string& loop_step, const std::string& workers = "null") {
+  return R"({"schema": "gpufeed.diagnosis/v1", "evidence": {"loop_step": )" + loop_step + R"(, "workers": )" +
+         workers + "}}";
 }
 
 TEST(TuneCli, FromDiagnosisTakesTheLoopStep) {
@@ -126,6 +127,27 @@ TEST(TuneCli, FromDiagnosisTakesTheLoopStep) {
   EXPECT_NE(doc["workload"]["step"].get<std::string>().find("from " + diag.string()), std::string::npos);
   EXPECT_GE(doc["dataloader"]["num_workers"].get<int>(), 2);
   EXPECT_LE(doc["dataloader"]["num_workers"].get<int>(), 4);
+  EXPECT_EQ(doc["workload"]["cpu_us"], 0) << "no worker figures in the diagnosis: nothing added";
+}
+
+// The job's workers spent 2 ms of CPU per file: model and trials pay it too,
+// and the config records it for check.
+TEST(TuneCli, FromDiagnosisAddsTheWorkersCpuPerSample) {
+  TempDir dir;
+  const auto out = dir / "cfg.json";
+  const auto diag = dir.write("d.json", diagnosis_with_step(R"({"median_ms": 8.0, "spread_ms": 0.5, "cycles": 120})",
+                                                            R"({"cpu_s": 0.2, "files_opened": 100})"));
+  auto args = without_step(quick_tune(out));
+  args.insert(args.end(), {"--from", diag.string()});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("the job's workers spent 2.00 ms"), std::string::npos) << r.out;
+  const auto doc = load(out);
+  EXPECT_EQ(schema_errors("config", doc), "");
+  EXPECT_GT(doc["workload"]["cpu_us"].get<double>(), 1900);
+  EXPECT_LE(doc["workload"]["cpu_us"].get<double>(), 2000);
+  // 6 ms a sample per worker (4 read + 2 CPU) for 500/s: at least 3 workers.
+  EXPECT_GE(doc["dataloader"]["num_workers"].get<int>(), 3);
 }
 
 TEST(TuneCli, FromDiagnosisRefusesWhatItCannotUse) {

@@ -181,6 +181,21 @@ TEST(Pipeline, PageableBatchBuffersArePageAligned) {
   }
 }
 
+// tune --from: the built-in transform plus the CPU a job's workers pay on
+// top; everything else is the inner transform's.
+TEST(Transforms, ExtraCpuKeepsTheInnerTransformsShapeAndBytes) {
+  auto plain = make_copy_transform(16);
+  EXPECT_EQ(with_extra_cpu(make_copy_transform(16), 0)->describe(), plain->describe()) << "0 us: unchanged";
+  auto extra = with_extra_cpu(make_copy_transform(16), 250);
+  EXPECT_EQ(extra->output_bytes(), 16u);
+  EXPECT_TRUE(extra->in_place());
+  EXPECT_NE(extra->describe().find("+ 250 us of CPU work"), std::string::npos) << extra->describe();
+  std::vector<std::byte> in(10, std::byte{7}), out(16, std::byte{1});
+  extra->apply("k", in, out);
+  EXPECT_EQ(out[9], std::byte{7});
+  EXPECT_EQ(out[10], std::byte{0});  // zero-padded as the copy does
+}
+
 TEST(Pipeline, WorkersReadOneSampleAtATimeUnlessIoDepthAllowsMore) {
   {
     Harness h(256, 2ms);

@@ -24,5 +24,8 @@ std::unique_ptr<StepRunner> make_sleep_step(StepTime time, std::uint64_t seed = 
 std::unique_ptr<SampleTransform> make_copy_transform(std::size_t slot_bytes);
 // --cpu-us N: the copy plus N microseconds of CPU work on the worker thread.
 std::unique_ptr<SampleTransform> make_cpu_cost_transform(std::size_t slot_bytes, double cpu_us);
+// `inner`, plus `extra_us` of CPU work per sample: the built-in loader paying
+// what a real job's workers pay on top of the transform (tune --from).
+std::unique_ptr<SampleTransform> with_extra_cpu(std::unique_ptr<SampleTransform> inner, double extra_us);
 
 }  // namespace gpufeed::loader

@@ -116,6 +116,30 @@ class CpuCostTransform final : public CopyTransform {
   std::uint64_t iterations_;
 };
 
+class ExtraCpuTransform final : public SampleTransform {
+ public:
+  ExtraCpuTransform(std::unique_ptr<SampleTransform> inner, double extra_us)
+      : inner_(std::move(inner)), extra_us_(extra_us),
+        iterations_(static_cast<std::uint64_t>(extra_us * iterations_per_us())) {}
+  std::string describe() const override { return fmt::format("{} + {:g} us of CPU work", inner_->describe(), extra_us_); }
+  std::size_t output_bytes() const override { return inner_->output_bytes(); }
+  std::vector<std::int64_t> sample_shape() const override { return inner_->sample_shape(); }
+  void apply(const std::string& key, std::span<const std::byte> in, std::span<std::byte> out) override {
+    inner_->apply(key, in, out);
+    g_sink = g_sink + spin(iterations_);
+  }
+  bool in_place() const override { return inner_->in_place(); }
+  void finish_in_place(const std::string& key, std::span<std::byte> slot, std::size_t filled) override {
+    inner_->finish_in_place(key, slot, filled);
+    g_sink = g_sink + spin(iterations_);
+  }
+
+ private:
+  std::unique_ptr<SampleTransform> inner_;
+  double extra_us_;
+  std::uint64_t iterations_;
+};
+
 }  // namespace
 
 void SampleTransform::finish_in_place(const std::string&, std::span<std::byte>, std::size_t) {}
@@ -152,6 +176,11 @@ std::unique_ptr<SampleTransform> make_copy_transform(std::size_t slot_bytes) {
 std::unique_ptr<SampleTransform> make_cpu_cost_transform(std::size_t slot_bytes, double cpu_us) {
   if (cpu_us <= 0) return make_copy_transform(slot_bytes);
   return std::make_unique<CpuCostTransform>(slot_bytes, cpu_us);
+}
+
+std::unique_ptr<SampleTransform> with_extra_cpu(std::unique_ptr<SampleTransform> inner, double extra_us) {
+  if (extra_us <= 0) return inner;
+  return std::make_unique<ExtraCpuTransform>(std::move(inner), extra_us);
 }
 
 }  // namespace gpufeed::loader
