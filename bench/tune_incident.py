@@ -63,16 +63,26 @@ def run_job(data, workers, prefetch, a, decode):
 
 
 def diagnose(data, a, decode, path):
-    """gpufeed diagnose on the job while it starves: the loop's step."""
-    cmd = [GPUFEED, "diagnose", "--duration", str(a.diagnose_seconds), "--json", path, "--"] + job_cmd(
-        data, a.diagnose_workers, 2, a, decode, a.diagnose_seconds + 5)
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"diagnose failed ({r.returncode}): {r.stderr.strip()}")
+    """gpufeed diagnose attached (--pid) to the job while it starves, past
+    its start-up (imports, listing), as a user would: the loop's step and
+    the CPU its processes spend per sample."""
+    job = subprocess.Popen(job_cmd(data, a.diagnose_workers, 2, a, decode, a.diagnose_seconds + 30),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(a.job_startup_seconds)
+        cmd = [GPUFEED, "diagnose", "--pid", str(job.pid), "--duration", str(a.diagnose_seconds), "--json", path]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"diagnose failed ({r.returncode}): {r.stderr.strip()}")
+    finally:
+        job.terminate()
+        job.wait(timeout=30)
     with open(path) as f:
-        step = json.load(f)["evidence"]["loop_step"]
+        ev = json.load(f)["evidence"]
+    step = ev["loop_step"]
     print(f"  diagnose ({a.diagnose_workers} workers): loop step {step['median_ms']} ms "
-          f"(spread {step['spread_ms']}, {step['cycles']} cycles; the job sleeps {a.step_ms} ms)", flush=True)
+          f"(spread {step['spread_ms']}, {step['cycles']} cycles; the job sleeps {a.step_ms} ms); workers "
+          f"{ev['workers']['cpu_s']:.2f} s CPU over {ev['workers']['files_opened']} files", flush=True)
 
 
 def tune(data, a, decode, extra):
@@ -168,7 +178,9 @@ def main():
                     help="a PyTorch job needs ~3 s to start and print its first rate")
     ap.add_argument("--diagnose-workers", type=int, default=1,
                     help="the job's workers while diagnose watches it (few enough that the loop waits every batch)")
-    ap.add_argument("--diagnose-seconds", type=float, default=12)
+    ap.add_argument("--diagnose-seconds", type=float, default=8)
+    ap.add_argument("--job-startup-seconds", type=float, default=5,
+                    help="diagnose attaches this long after the job starts")
     ap.add_argument("--lookup-ms", type=float, default=5)
     ap.add_argument("--getattr-ms", type=float, default=5)
     ap.add_argument("--open-ms", type=float, default=5)

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <numeric>
 
 #include "gpufeed/atomic_file.hpp"
@@ -20,6 +19,7 @@
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
+#include "gpufeed/tune/calibration.hpp"
 #include "gpufeed/tune/profile.hpp"
 #include "gpufeed/units.hpp"
 #include "tune_measure.hpp"
@@ -355,6 +355,14 @@ void apply_diagnosis(TuneRequest& r) {
       workers.value("cpu_s", Json(0)).is_number()) {
     const double files = workers["files_opened"].get<double>(), cpu_s = workers["cpu_s"].get<double>();
     if (files >= 50 && cpu_s > 0) r.job_cpu_ms = cpu_s * 1e3 / files;
+    // The loop's own CPU (receiving and unpickling batches): per sample, so
+    // it follows --batch-size. Attach to a running job (--pid) for this: a
+    // launched job's loop also spends its start-up (imports) in the window.
+    double loop_cpu_s = 0;
+    for (const auto& p : doc["evidence"].value("processes", Json::array())) {
+      if (p.value("role", "") == "loop" && p.value("cpu_s", Json(0)).is_number()) loop_cpu_s += p["cpu_s"].get<double>();
+    }
+    if (files >= 50 && loop_cpu_s > 0) r.loop_cpu_ms_per_sample = loop_cpu_s * 1e3 / files;
   }
 }
 
@@ -437,6 +445,17 @@ int run_tune(const TuneRequest& request, Context& ctx) {
                                                     [](std::uint64_t a, const loader::SampleInfo& s) { return a + s.size; }))));
   Measured m = measure_for_tune(mr);
   const double transform_cpu_ms = m.cpu_mean_ms;
+  // The loop's CPU per batch is part of the step the diagnosis measured
+  // between waits: the model runs it on the shared cores, then the rest.
+  double loop_cpu_ms = 0;
+  if (r.loop_cpu_ms_per_sample > 0) {
+    const auto t = loader::parse_step_time(r.device.step_ms);
+    loop_cpu_ms = std::min(r.loop_cpu_ms_per_sample * r.batch_size, 0.9 * t.mean_ms);
+    m.workload.loop_cpu_ms = tune::Distribution::constant(loop_cpu_ms);
+    m.workload.step_ms = tune::step_distribution(t.mean_ms - loop_cpu_ms, t.spread_ms);
+    rep.line(fmt::format("loop CPU per batch: {:.2f} ms of the {:.2f} ms step ({}): it shares the cores with the workers",
+                         loop_cpu_ms, t.mean_ms, r.from));
+  }
   if (const double extra = extra_cpu_ms(r, m.cpu_mean_ms); extra > 0) {
     rep.line(fmt::format("CPU per sample: the job's workers spent {:.2f} ms ({}), the built-in transform {:.3f} ms: the "
                          "model and the trials add {:.2f} ms",
@@ -482,6 +501,11 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     setup.transform = transform.get();
     setup.device = parse_device(r.device.device);
     setup.step_ms = r.device.model.empty() ? r.device.step_ms : fmt::format("{:.3f}", m.step_mean_ms);
+    if (loop_cpu_ms > 0) {  // the trial's loop spins that CPU, then sleeps the rest of the step
+      const auto t = loader::parse_step_time(r.device.step_ms);
+      setup.step_ms = fmt::format("{:.3f}:{:.3f}", t.mean_ms - loop_cpu_ms, t.spread_ms);
+      setup.step_cpu_ms = loop_cpu_ms;
+    }
     setup.ranks = budget.ranks;
     setup.batch_size = r.batch_size;
     if (r.bind) setup.rank_cpus = budget.rank_cpus;
@@ -559,31 +583,12 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   const auto [seed_lo, seed_hi] = seed_interval(m.workload, node, chosen);
   const double measured = choice.chosen.samples_per_s;
   const double half = std::max({model_error, (seed_hi - seed_lo) / std::max(1.0, 2 * model_of_chosen.samples_per_s), 0.02});
-  // The model, calibrated: scaled by the median measured/predicted ratio of
-  // the other configs' full trials (leave-one-out, so the chosen config's own
-  // trial does not grade itself). Without such trials, the raw figure.
-  std::vector<double> ratios;
-  for (const auto& t : result.trials) {
-    if (!t.ok || t.round != 2 || t.candidate == chosen) continue;
-    for (const auto& p : predictions) {
-      if (p.candidate == t.candidate && p.samples_per_s > 0) ratios.push_back(t.samples_per_s / p.samples_per_s);
-    }
-  }
-  if (ratios.empty()) {  // fall back to the short round
-    for (const auto& t : result.trials) {
-      if (!t.ok || t.candidate == chosen) continue;
-      for (const auto& p : predictions) {
-        if (p.candidate == t.candidate && p.samples_per_s > 0) ratios.push_back(t.samples_per_s / p.samples_per_s);
-      }
-    }
-  }
-  std::sort(ratios.begin(), ratios.end());
-  const double scale = ratios.empty() ? 1.0 : ratios[ratios.size() / 2];
-  // The scale corrects the supply side; no loader delivers faster than the
-  // step consumes (batch / step time), so the scaled figure stops there.
-  const double step_bound = m.workload.step_ms.mean() > 0 ? r.batch_size / m.workload.step_ms.mean() * 1e3
-                                                          : std::numeric_limits<double>::infinity();
-  const double model_scaled = std::min(model_of_chosen.samples_per_s * scale, std::max(step_bound, model_of_chosen.samples_per_s));
+  // The model, calibrated to the other configs' trials (leave-one-out, so
+  // the chosen config's own trial does not grade itself).
+  tune::SimOptions cal_options;
+  cal_options.steps = 150;
+  const tune::Calibration cal = tune::calibrate(m.workload, node, result.trials, chosen, cal_options);
+  const double model_scaled = cal.trials_used > 0 ? cal.samples_per_s : model_of_chosen.samples_per_s;
   config.prediction = {measured, measured * std::max(0.0, 1 - half), measured * (1 + half), measured * budget.ranks,
                        choice.chosen.starvation, model_scaled};
   config.prediction.model_raw_samples_per_s = model_of_chosen.samples_per_s;
@@ -605,12 +610,10 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.workload.ranks = budget.ranks;
 
   rep.line(fmt::format("predicted {:.0f} samples/s per rank (interval {:.0f}-{:.0f}); the model says {:.0f} "
-                       "(raw {:.0f}, scaled x{:.2f} by the other configs' trials{})",
+                       "(raw {:.0f}; calibrated {})",
                        config.prediction.samples_per_s, config.prediction.low, config.prediction.high,
-                       config.prediction.model_samples_per_s, config.prediction.model_raw_samples_per_s, scale,
-                       model_scaled < model_of_chosen.samples_per_s * scale
-                           ? fmt::format(", capped at the step's {:.0f}", step_bound)
-                           : std::string()));
+                       config.prediction.model_samples_per_s, config.prediction.model_raw_samples_per_s,
+                       cal.describe()));
   for (const auto& e : config.environment) rep.line(fmt::format("set {}={}: {}", e.name, e.value, e.because));
   for (const auto& a : config.cache) rep.line(fmt::format("cache ({}): {}", a.tier, a.because));
   rep.line(fmt::format("{} trials in {:.0f} s (a grid of full trials over the same {} configs: {:.0f} s)",

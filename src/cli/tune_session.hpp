@@ -30,6 +30,7 @@ struct TuneRequest {
   std::string from;           // a gpufeed.diagnosis/v1 file: the step measured on the real job
   std::string step_source;    // set from --from: where the step came from, for the report and config
   double job_cpu_ms = 0;      // set from --from: CPU the job's workers spent per sample (0: unknown)
+  double loop_cpu_ms_per_sample = 0;  // set from --from: CPU the job's loop process spent per sample
   std::string exec;           // target: the user's job
   std::string metric_regex = "samples/s: ([0-9.]+)";
   std::string out = "gpufeed-config.json";

@@ -31,7 +31,9 @@ tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, double seconds) {
       try {
         std::string why;
         auto device = loader::open_device_backend(setup_.device, why);
-        auto step = loader::make_sleep_step(loader::parse_step_time(setup_.step_ms), 1 + static_cast<std::uint64_t>(r));
+        auto step = loader::with_loop_cpu(
+            loader::make_sleep_step(loader::parse_step_time(setup_.step_ms), 1 + static_cast<std::uint64_t>(r)),
+            setup_.step_cpu_ms * 1e3);
         loader::LoaderConfig config;
         config.workers = c.workers;
         config.prefetch_factor = c.prefetch_factor;

@@ -23,6 +23,7 @@ struct BuiltinTrialSetup {
   loader::SampleTransform* transform = nullptr;
   loader::DeviceChoice device = loader::DeviceChoice::Host;
   std::string step_ms = "0";  // each rank gets its own simulated step
+  double step_cpu_ms = 0;     // loop CPU before each step (tune --from)
   int ranks = 1;
   int batch_size = 32;
   std::vector<std::vector<int>> rank_cpus;  // empty: workers not bound

@@ -130,18 +130,23 @@ TEST(TuneCli, FromDiagnosisTakesTheLoopStep) {
   EXPECT_EQ(doc["workload"]["cpu_us"], 0) << "no worker figures in the diagnosis: nothing added";
 }
 
-// The job's workers spent 2 ms of CPU per file: model and trials pay it too,
-// and the config records it for check.
+// The job's workers spent 2 ms of CPU per file and its loop 0.5 ms: model
+// and trials pay both, and the config records the workers' for check.
 TEST(TuneCli, FromDiagnosisAddsTheWorkersCpuPerSample) {
   TempDir dir;
   const auto out = dir / "cfg.json";
-  const auto diag = dir.write("d.json", diagnosis_with_step(R"({"median_ms": 8.0, "spread_ms": 0.5, "cycles": 120})",
-                                                            R"({"cpu_s": 0.2, "files_opened": 100})"));
+  auto content = nlohmann::json::parse(diagnosis_with_step(R"({"median_ms": 8.0, "spread_ms": 0.5, "cycles": 120})",
+                                                           R"({"cpu_s": 0.2, "files_opened": 100})"));
+  // The loop process spent 0.05 s over those 100 samples: 2 ms per batch of 4.
+  content["evidence"]["processes"] = nlohmann::json::parse(R"([{"role": "loop", "cpu_s": 0.05},
+      {"role": "worker", "cpu_s": 0.1}])");
+  const auto diag = dir.write("d.json", content.dump());
   auto args = without_step(quick_tune(out));
   args.insert(args.end(), {"--from", diag.string()});
   const auto r = run_cli(args);
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("the job's workers spent 2.00 ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("loop CPU per batch: 2.00 ms of the 8.00 ms step"), std::string::npos) << r.out;
   const auto doc = load(out);
   EXPECT_EQ(schema_errors("config", doc), "");
   EXPECT_GT(doc["workload"]["cpu_us"].get<double>(), 1900);

@@ -56,6 +56,22 @@ TEST(Simulate, CpuBoundWorkIsCappedByTheCores) {
   EXPECT_NEAR(fewer.samples_per_s, 2 / 0.002, 0.01 * 2 / 0.002);
 }
 
+// The loop's own CPU per batch (receiving, unpickling) shares the cores
+// with the workers: 8 x 2 ms of worker CPU plus 8 ms of loop CPU per batch
+// on 2 cores is 24 ms of CPU a batch, 667 samples/s instead of 1000.
+TEST(Simulate, TheLoopsCpuPerBatchSharesTheCores) {
+  Workload w;
+  w.cpu_ms = Distribution::constant(2.0);
+  w.batch_size = 8;
+  SimOptions o;
+  o.steps = 300;
+  const auto without = simulate(w, {1, 2}, {4, 2, true}, o);
+  EXPECT_NEAR(without.samples_per_s, 1000, 1000 * 0.02);
+  w.loop_cpu_ms = Distribution::constant(8.0);
+  const auto with = simulate(w, {1, 2}, {4, 2, true}, o);
+  EXPECT_NEAR(with.samples_per_s, 2 / 0.024 * 8, 667 * 0.03);
+}
+
 TEST(Simulate, RanksShareTheNodesCores) {
   Workload w;
   w.cpu_ms = Distribution::constant(1.0);

@@ -27,5 +27,9 @@ std::unique_ptr<SampleTransform> make_cpu_cost_transform(std::size_t slot_bytes,
 // `inner`, plus `extra_us` of CPU work per sample: the built-in loader paying
 // what a real job's workers pay on top of the transform (tune --from).
 std::unique_ptr<SampleTransform> with_extra_cpu(std::unique_ptr<SampleTransform> inner, double extra_us);
+// `cpu_us` of CPU work on the loop's thread before each `inner` step: the
+// training loop's own per-batch work (receiving, unpickling) as it competes
+// with the workers for cores (tune --from).
+std::unique_ptr<StepRunner> with_loop_cpu(std::unique_ptr<StepRunner> inner, double cpu_us);
 
 }  // namespace gpufeed::loader

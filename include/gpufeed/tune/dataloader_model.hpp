@@ -51,6 +51,10 @@ struct Workload {
   double batch_bytes = 0;     // collated batch size
   double pin_gb_per_s = 0;    // pin-memory copy bandwidth (0: free)
   double pageable_h2d_penalty_ms = 0;  // extra step time per batch without pin_memory
+  // CPU the training loop's process spends per batch before its step can
+  // start (receiving and unpickling the batch, Python): it shares the cores
+  // with the workers, so more workers can slow the loop. Empty: none.
+  Distribution loop_cpu_ms;
 };
 
 struct NodeShape {

@@ -140,6 +140,22 @@ class ExtraCpuTransform final : public SampleTransform {
   std::uint64_t iterations_;
 };
 
+class LoopCpuStep final : public StepRunner {
+ public:
+  LoopCpuStep(std::unique_ptr<StepRunner> inner, double cpu_us)
+      : inner_(std::move(inner)), cpu_us_(cpu_us), iterations_(static_cast<std::uint64_t>(cpu_us * iterations_per_us())) {}
+  std::string describe() const override { return fmt::format("{:g} us of loop CPU, then {}", cpu_us_, inner_->describe()); }
+  void run(const StepInput& in) override {
+    g_sink = g_sink + spin(iterations_);
+    inner_->run(in);
+  }
+
+ private:
+  std::unique_ptr<StepRunner> inner_;
+  double cpu_us_;
+  std::uint64_t iterations_;
+};
+
 }  // namespace
 
 void SampleTransform::finish_in_place(const std::string&, std::span<std::byte>, std::size_t) {}
@@ -181,6 +197,11 @@ std::unique_ptr<SampleTransform> make_cpu_cost_transform(std::size_t slot_bytes,
 std::unique_ptr<SampleTransform> with_extra_cpu(std::unique_ptr<SampleTransform> inner, double extra_us) {
   if (extra_us <= 0) return inner;
   return std::make_unique<ExtraCpuTransform>(std::move(inner), extra_us);
+}
+
+std::unique_ptr<StepRunner> with_loop_cpu(std::unique_ptr<StepRunner> inner, double cpu_us) {
+  if (cpu_us <= 0) return inner;
+  return std::make_unique<LoopCpuStep>(std::move(inner), cpu_us);
 }
 
 }  // namespace gpufeed::loader

@@ -145,7 +145,11 @@ class Simulation {
     if (next_cpu <= next_fixed) {
       const int g = cpu_.top().second;
       cpu_.pop();
-      sample_done(g);
+      if (g < 0) {
+        start_step(-g - 1);  // a rank's loop finished its CPU work for the batch
+      } else {
+        sample_done(g);
+      }
     } else {
       const Event e = events_.top();
       events_.pop();
@@ -244,6 +248,16 @@ class Simulation {
     rank.step_busy = true;
     --rank.in_flight;
     issue(r);
+    // The loop's own CPU work for the batch runs on the shared cores first.
+    const double loop_cpu = w_.loop_cpu_ms.draw(rng_);
+    if (loop_cpu > 0) {
+      cpu_.push({virtual_ + loop_cpu, -r - 1});
+      return;
+    }
+    start_step(r);
+  }
+
+  void start_step(int r) {
     const double penalty = c_.pin_memory ? 0 : w_.pageable_h2d_penalty_ms;
     events_.push({now_ + w_.step_ms.draw(rng_) + penalty, EventKind::StepDone, r});
   }

@@ -1,0 +1,37 @@
+#pragma once
+// The model, calibrated by trials (docs/tune.md): the measured per-sample
+// costs and the step are what the built-in measurements say, but a target
+// (the built-in loader under load, or the user's own job) can be slower per
+// sample and per step. Two factors are fitted to the trials of the *other*
+// configs (leave-one-out: the chosen config's own trial never grades its
+// prediction): `sample_factor` scales each sample's fetch latency and CPU
+// work, `step_factor` the step. The calibrated prediction is the simulation
+// of the chosen config with both applied.
+#include <string>
+#include <vector>
+
+#include "gpufeed/tune/dataloader_model.hpp"
+#include "gpufeed/tune/search.hpp"
+
+namespace gpufeed::tune {
+
+struct Calibration {
+  double sample_factor = 1;   // x fetch latency and CPU per sample
+  double step_factor = 1;     // x step time (>= 1: a loop only adds to its step)
+  int trials_used = 0;        // other configs' trials the factors were fitted to
+  bool full_trials = false;   // fitted to full trials (else to short-round ones)
+  double samples_per_s = 0;   // the chosen config, simulated with the factors
+  std::string describe() const;  // "x1.85 per sample, x1.20 step, fitted to 4 full trials"
+};
+
+// The workload with both factors applied.
+Workload calibrated(const Workload& w, double sample_factor, double step_factor);
+
+// Fits the factors by least squares on log throughput over a grid (sample
+// 0.25-4x, step 1-1.6x; a small pull towards 1x breaks ties when few trials
+// cannot tell the two apart). Without other successful trials: factors 1 and
+// the raw simulation.
+Calibration calibrate(const Workload& w, const NodeShape& node, const std::vector<Trial>& trials,
+                      const Candidate& chosen, const SimOptions& options = {});
+
+}  // namespace gpufeed::tune

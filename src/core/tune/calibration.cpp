@@ -1,0 +1,81 @@
+// Fitting the model to the trials of the other configs (calibration.hpp).
+#include "gpufeed/tune/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace gpufeed::tune {
+namespace {
+
+Distribution scaled(const Distribution& d, double k) {
+  std::vector<double> v = d.values();
+  for (auto& x : v) x *= k;
+  return Distribution(std::move(v));
+}
+
+}  // namespace
+
+std::string Calibration::describe() const {
+  if (trials_used == 0) return "no other config's trial to fit to: the raw model";
+  return fmt::format("x{:.2f} per sample, x{:.2f} step, fitted to {} {} trial{} of other configs", sample_factor,
+                     step_factor, trials_used, full_trials ? "full" : "short-round", trials_used == 1 ? "" : "s");
+}
+
+Workload calibrated(const Workload& w, double sample_factor, double step_factor) {
+  Workload c = w;
+  for (auto& level : c.storage.levels) level.latency = scaled(level.latency, sample_factor);
+  c.cpu_ms = scaled(c.cpu_ms, sample_factor);
+  c.step_ms = scaled(c.step_ms, step_factor);
+  return c;
+}
+
+Calibration calibrate(const Workload& w, const NodeShape& node, const std::vector<Trial>& trials,
+                      const Candidate& chosen, const SimOptions& options) {
+  // The other configs' measurements: full trials if any, else the short round;
+  // one figure per config (its last trial of that kind).
+  Calibration out;
+  std::map<std::tuple<int, int, bool>, double> measured;
+  for (const bool full : {true, false}) {
+    for (const auto& t : trials) {
+      if (!t.ok || t.samples_per_s <= 0 || t.candidate == chosen || (t.round == 2) != full) continue;
+      measured[{t.candidate.workers, t.candidate.prefetch_factor, t.candidate.pin_memory}] = t.samples_per_s;
+    }
+    if (!measured.empty()) {
+      out.full_trials = full;
+      break;
+    }
+  }
+  out.trials_used = static_cast<int>(measured.size());
+  double best_sample = 1, best_step = 1;
+  if (!measured.empty()) {
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (int i = 0; i <= 24; ++i) {  // 0.25x .. 4x, geometric
+      const double k = std::pow(2.0, -2.0 + i / 6.0);
+      for (int j = 0; j <= 12; ++j) {  // 1x .. 1.6x
+        const double s = 1.0 + 0.05 * j;
+        const Workload cw = calibrated(w, k, s);
+        double cost = 0.01 * (std::log(k) * std::log(k) + std::log(s) * std::log(s));
+        for (const auto& [key, value] : measured) {
+          const Candidate c{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+          const double predicted = simulate(cw, node, c, options).samples_per_s;
+          const double e = predicted > 0 ? std::log(predicted / value) : 10.0;
+          cost += e * e;
+        }
+        if (cost < best_cost) {
+          best_cost = cost;
+          best_sample = k;
+          best_step = s;
+        }
+      }
+    }
+  }
+  out.sample_factor = best_sample;
+  out.step_factor = best_step;
+  out.samples_per_s = simulate(calibrated(w, best_sample, best_step), node, chosen, options).samples_per_s;
+  return out;
+}
+
+}  // namespace gpufeed::tune

@@ -1,0 +1,84 @@
+// The model calibrated by other configs' trials (calibration.hpp): factors
+// recovered from trials that a known slower "target" would produce.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "gpufeed/tune/calibration.hpp"
+
+namespace gpufeed::tune {
+namespace {
+
+// 8 samples a batch, 10 ms per fetch, a 20 ms step: the step needs 400/s,
+// a worker supplies 100/s.
+Workload incident_like() {
+  Workload w;
+  w.storage.levels.push_back({1, Distribution::constant(10.0)});
+  w.batch_size = 8;
+  w.step_ms = Distribution::constant(20.0);
+  return w;
+}
+
+Trial trial(int workers, int prefetch, double rate, int round = 2) {
+  Trial t;
+  t.candidate = {workers, prefetch, true};
+  t.samples_per_s = rate;
+  t.round = round;
+  return t;
+}
+
+// The trials a target 2x slower per sample with a 25% longer step gives.
+std::vector<Trial> trials_of_slower_target(const std::vector<Candidate>& cs) {
+  const Workload truth = calibrated(incident_like(), 2.0, 1.25);
+  SimOptions o;
+  o.steps = 150;
+  std::vector<Trial> out;
+  for (const auto& c : cs) out.push_back(trial(c.workers, c.prefetch_factor, simulate(truth, {1, 64}, c, o).samples_per_s));
+  return out;
+}
+
+TEST(Calibration, RecoversBothFactorsFromSupplyAndDemandLimitedTrials) {
+  const std::vector<Candidate> tried = {{2, 2, true}, {4, 2, true}, {12, 2, true}, {16, 2, true}, {8, 4, true}};
+  const Candidate chosen{8, 4, true};
+  SimOptions o;
+  o.steps = 150;
+  const auto c = calibrate(incident_like(), {1, 64}, trials_of_slower_target(tried), chosen, o);
+  EXPECT_EQ(c.trials_used, 4) << "the chosen config's own trial is left out";
+  EXPECT_TRUE(c.full_trials);
+  EXPECT_NEAR(c.sample_factor, 2.0, 0.25);
+  EXPECT_NEAR(c.step_factor, 1.25, 0.051);
+  // 8 workers at 20 ms a sample give 400/s; the 25 ms step wants 320/s.
+  EXPECT_NEAR(c.samples_per_s, 320, 320 * 0.05);
+  // The raw model would have said 400 (step-bound at 20 ms): off by 25%.
+  EXPECT_NEAR(simulate(incident_like(), {1, 64}, chosen, o).samples_per_s, 400, 400 * 0.03);
+  EXPECT_NE(c.describe().find("fitted to 4 full trials"), std::string::npos) << c.describe();
+}
+
+TEST(Calibration, WithoutOtherTrialsTheRawModelStands) {
+  const Candidate chosen{4, 2, true};
+  const auto c = calibrate(incident_like(), {1, 64}, {trial(4, 2, 123)}, chosen);
+  EXPECT_EQ(c.trials_used, 0);
+  EXPECT_DOUBLE_EQ(c.sample_factor, 1);
+  EXPECT_DOUBLE_EQ(c.step_factor, 1);
+  EXPECT_NEAR(c.samples_per_s, 400, 400 * 0.03);  // 4 workers x 100/s
+}
+
+TEST(Calibration, ShortRoundTrialsServeWhenThereAreNoFullOnes) {
+  std::vector<Trial> trials = {trial(2, 2, 100, 1), trial(4, 2, 200, 1), trial(4, 2, 50, 2) /* the chosen */};
+  trials.back().candidate = {6, 2, true};
+  const auto c = calibrate(incident_like(), {1, 64}, trials, {6, 2, true});
+  EXPECT_FALSE(c.full_trials);
+  EXPECT_EQ(c.trials_used, 2);
+  EXPECT_NEAR(c.sample_factor, 2.0, 0.25);  // 2 workers gave 100/s, not 200/s
+}
+
+TEST(Calibration, FailedTrialsAreIgnored) {
+  std::vector<Trial> trials = {trial(2, 2, 200), trial(4, 2, 0)};
+  trials.back().ok = false;
+  const auto c = calibrate(incident_like(), {1, 64}, trials, {8, 2, true});
+  EXPECT_EQ(c.trials_used, 1);
+  EXPECT_NEAR(c.sample_factor, 1.0, 0.13);
+}
+
+}  // namespace
+}  // namespace gpufeed::tune
