@@ -141,6 +141,7 @@ def scenario(name, data, decode, a):
             diagnose(data, a, decode, diag_path)
             t_diag = time.monotonic() - t0
         cfg, wall = tune(data, a, decode, extra)
+        tune_only = wall
         wall += t_diag
         dl = cfg["dataloader"]
         w, p = dl["num_workers"], dl["prefetch_factor"]
@@ -148,13 +149,16 @@ def scenario(name, data, decode, a):
         measured = statistics.median(runs)
         model = cfg["prediction"]["model_samples_per_s"]
         trial = cfg["prediction"]["samples_per_s"]  # tune's own full trial of the chosen config
-        results[label] = dict(w=w, p=p, measured=measured, ratio=measured / best, wall=wall, model=model,
+        results[label] = dict(w=w, p=p, measured=measured, ratio=measured / best, wall=wall, tune_only=tune_only,
+                              diag=t_diag, model=model,
                               model_err=(model / measured - 1) if measured else float("inf"),
                               trial=trial, trial_err=(model / trial - 1) if trial else float("inf"))
         r = results[label]
         print(f"  {label}: chose {w} workers, prefetch {p}; job runs {['%.1f' % x for x in runs]} -> "
               f"{measured:.1f} samples/s = {r['ratio']:.3f} of the grid's best (>= 0.95: "
-              f"{'yes' if r['ratio'] >= 0.95 else 'NO'}); tune wall {wall:.0f} s = {wall / grid_wall:.3f} of the grid's "
+              f"{'yes' if r['ratio'] >= 0.95 else 'NO'}); tune wall {wall:.0f} s"
+              f"{f' (diagnose {t_diag:.0f} s + tune {tune_only:.0f} s = {tune_only / grid_wall:.3f} alone)' if t_diag else ''}"
+              f" = {wall / grid_wall:.3f} of the grid's "
               f"(<= 0.25: {'yes' if wall / grid_wall <= 0.25 else 'NO'}); model {model:.1f} -> error "
               f"{r['model_err'] * 100:+.1f}% (within 10%: {'yes' if abs(r['model_err']) <= 0.10 else 'NO'}); "
               f"against tune's own trial {trial:.1f}: {r['trial_err'] * 100:+.1f}%",
