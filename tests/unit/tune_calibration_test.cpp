@@ -70,6 +70,7 @@ TEST(Calibration, ShortRoundTrialsServeWhenThereAreNoFullOnes) {
   EXPECT_FALSE(c.full_trials);
   EXPECT_EQ(c.trials_used, 2);
   EXPECT_NEAR(c.sample_factor, 2.0, 0.25);  // 2 workers gave 100/s, not 200/s
+  EXPECT_DOUBLE_EQ(c.step_factor, 1) << "two trials: per sample only";
 }
 
 TEST(Calibration, FailedTrialsAreIgnored) {

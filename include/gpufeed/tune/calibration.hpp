@@ -28,8 +28,9 @@ struct Calibration {
 Workload calibrated(const Workload& w, double sample_factor, double step_factor);
 
 // Fits the factors by least squares on log throughput over a grid (sample
-// 0.25-4x, step 1-1.6x; a small pull towards 1x breaks ties when few trials
-// cannot tell the two apart). Without other successful trials: factors 1 and
+// 0.25-4x, step 1-1.6x; a small pull towards 1x breaks ties). With fewer than
+// three trials only the per-sample factor is fitted: one or two configs
+// cannot tell a slower step from slower samples. Without other successful trials: factors 1 and
 // the raw simulation.
 Calibration calibrate(const Workload& w, const NodeShape& node, const std::vector<Trial>& trials,
                       const Candidate& chosen, const SimOptions& options = {});

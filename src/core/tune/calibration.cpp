@@ -54,7 +54,10 @@ Calibration calibrate(const Workload& w, const NodeShape& node, const std::vecto
     double best_cost = std::numeric_limits<double>::infinity();
     for (int i = 0; i <= 24; ++i) {  // 0.25x .. 4x, geometric
       const double k = std::pow(2.0, -2.0 + i / 6.0);
-      for (int j = 0; j <= 12; ++j) {  // 1x .. 1.6x
+      // A slower step shows only in configs the step limits; with fewer than
+      // three trials it cannot be told from slower samples: per sample only.
+      const int step_points = measured.size() >= 3 ? 12 : 0;
+      for (int j = 0; j <= step_points; ++j) {  // 1x .. 1.6x
         const double s = 1.0 + 0.05 * j;
         const Workload cw = calibrated(w, k, s);
         double cost = 0.01 * (std::log(k) * std::log(k) + std::log(s) * std::log(s));
