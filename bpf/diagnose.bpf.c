@@ -236,11 +236,19 @@ static __always_inline void fill_start(struct gf_start *s, struct gf_proc *proc,
   }
 }
 
+/* The traced process of the calling thread, or 0 (the hot path: one hash
+ * lookup for every syscall on the machine). */
+static __always_inline struct gf_proc *traced_proc(__u32 *tgid, __u32 *tid) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  *tgid = pid_tgid >> 32;
+  *tid = (__u32)pid_tgid;
+  return bpf_map_lookup_elem(&procs, tgid);
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(gf_sys_enter_ts, struct pt_regs *regs, long id) {
-  __u64 pid_tgid = bpf_get_current_pid_tgid();
-  __u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-  struct gf_proc *proc = bpf_map_lookup_elem(&procs, &tgid);
+  __u32 tgid, tid;
+  struct gf_proc *proc = traced_proc(&tgid, &tid);
   if (!proc) return 0;
   struct gf_start *s = bpf_task_storage_get(&task_starts, bpf_get_current_task_btf(), 0,
                                             BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -255,9 +263,8 @@ int BPF_PROG(gf_sys_enter_ts, struct pt_regs *regs, long id) {
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(gf_sys_enter, struct pt_regs *regs, long id) {
-  __u64 pid_tgid = bpf_get_current_pid_tgid();
-  __u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-  struct gf_proc *proc = bpf_map_lookup_elem(&procs, &tgid);
+  __u32 tgid, tid;
+  struct gf_proc *proc = traced_proc(&tgid, &tid);
   if (!proc) return 0;
 
   struct gf_start s = {};
