@@ -14,8 +14,8 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_option("--batch-size", r->batch_size, "Samples per batch")->default_val(32);
   cmd->add_option("--step-ms", r->device.step_ms, "Training step per batch: MS or MEAN:SPREAD")->default_val("0");
   cmd->add_option("--from", r->from,
-                  "Take the step from a diagnosis of the real job (gpufeed diagnose --json): the loop's time between "
-                  "its data waits, which includes what the job does besides --step-ms")
+                  "Take the step and per-sample CPU from a diagnosis of the real job (gpufeed diagnose --json): the "
+                  "loop's time between its data waits, and the CPU its workers and loop spent per sample")
       ->type_name("DIAGNOSIS.json");
   cmd->add_option("--model", r->device.model, "TorchScript model whose forward+backward is the step")
       ->type_name("FILE.pt");

@@ -328,6 +328,9 @@ void apply_diagnosis(TuneRequest& r) {
   if (r.device.step_ms != "0" || !r.device.model.empty()) {
     throw usage_error("--from and --step-ms/--model both give the step", "keep one of them");
   }
+  if (!std::filesystem::is_regular_file(r.from)) {
+    throw usage_error(fmt::format("--from {}: no such file", r.from), "write one with gpufeed diagnose --json FILE");
+  }
   const Json doc = read_json_file(r.from, "diagnosis");
   if (!doc.is_object() || doc.value("schema", "") != "gpufeed.diagnosis/v1") {
     throw usage_error(fmt::format("--from {} is not a gpufeed.diagnosis/v1 document", r.from),

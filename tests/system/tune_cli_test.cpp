@@ -173,6 +173,11 @@ TEST(TuneCli, FromDiagnosisRefusesWhatItCannotUse) {
   EXPECT_EQ(other.code, 2);
   EXPECT_NE(other.err.find("not a gpufeed.diagnosis/v1 document"), std::string::npos) << other.err;
   EXPECT_EQ(with_from("not json").code, 2);
+  auto missing = without_step(quick_tune(out));
+  missing.insert(missing.end(), {"--from", (dir / "none.json").string()});
+  const auto none = run_cli(missing);
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("no such file"), std::string::npos) << none.err;
   const auto both = with_from(diagnosis_with_step(R"({"median_ms": 8.0})"), /*keep_step=*/true);
   EXPECT_EQ(both.code, 2);
   EXPECT_NE(both.err.find("--from and --step-ms"), std::string::npos) << both.err;
