@@ -451,11 +451,14 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   // The loop's CPU per batch is part of the step the diagnosis measured
   // between waits: the model runs it on the shared cores, then the rest.
   double loop_cpu_ms = 0;
+  std::string trial_step_ms = r.device.model.empty() ? r.device.step_ms : fmt::format("{:.3f}", m.step_mean_ms);
   if (r.loop_cpu_ms_per_sample > 0) {
     const auto t = loader::parse_step_time(r.device.step_ms);
     loop_cpu_ms = std::min(r.loop_cpu_ms_per_sample * r.batch_size, 0.9 * t.mean_ms);
     m.workload.loop_cpu_ms = tune::Distribution::constant(loop_cpu_ms);
     m.workload.step_ms = tune::step_distribution(t.mean_ms - loop_cpu_ms, t.spread_ms);
+    // The trials' loop spins that CPU (BuiltinTrialSetup::step_cpu_ms), then sleeps the rest.
+    trial_step_ms = fmt::format("{:.3f}:{:.3f}", t.mean_ms - loop_cpu_ms, t.spread_ms);
     rep.line(fmt::format("loop CPU per batch: {:.2f} ms of the {:.2f} ms step ({}): it shares the cores with the workers",
                          loop_cpu_ms, t.mean_ms, r.from));
   }
@@ -503,12 +506,8 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     setup.samples = &samples;
     setup.transform = transform.get();
     setup.device = parse_device(r.device.device);
-    setup.step_ms = r.device.model.empty() ? r.device.step_ms : fmt::format("{:.3f}", m.step_mean_ms);
-    if (loop_cpu_ms > 0) {  // the trial's loop spins that CPU, then sleeps the rest of the step
-      const auto t = loader::parse_step_time(r.device.step_ms);
-      setup.step_ms = fmt::format("{:.3f}:{:.3f}", t.mean_ms - loop_cpu_ms, t.spread_ms);
-      setup.step_cpu_ms = loop_cpu_ms;
-    }
+    setup.step_ms = trial_step_ms;
+    setup.step_cpu_ms = loop_cpu_ms;
     setup.ranks = budget.ranks;
     setup.batch_size = r.batch_size;
     if (r.bind) setup.rank_cpus = budget.rank_cpus;
@@ -591,7 +590,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   tune::SimOptions cal_options;
   cal_options.steps = 150;
   const tune::Calibration cal = tune::calibrate(m.workload, node, result.trials, chosen, cal_options);
-  const double model_scaled = cal.trials_used > 0 ? cal.samples_per_s : model_of_chosen.samples_per_s;
+  const double model_scaled = cal.samples_per_s;  // the raw simulation when no other trial succeeded
   config.prediction = {measured, measured * std::max(0.0, 1 - half), measured * (1 + half), measured * budget.ranks,
                        choice.chosen.starvation, model_scaled};
   config.prediction.model_raw_samples_per_s = model_of_chosen.samples_per_s;
