@@ -20,6 +20,7 @@
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
 #include "gpufeed/tune/calibration.hpp"
+#include "gpufeed/tune/from_diagnosis.hpp"
 #include "gpufeed/tune/profile.hpp"
 #include "gpufeed/units.hpp"
 #include "tune_measure.hpp"
@@ -336,37 +337,19 @@ void apply_diagnosis(TuneRequest& r) {
     throw usage_error(fmt::format("--from {} is not a gpufeed.diagnosis/v1 document", r.from),
                       "write one with gpufeed diagnose --json FILE");
   }
-  const Json step = doc.contains("evidence") && doc["evidence"].is_object() && doc["evidence"].contains("loop_step")
-                        ? doc["evidence"]["loop_step"]
-                        : Json();
-  const Json median = step.is_object() ? step.value("median_ms", Json()) : Json();
-  if (!median.is_number() || median.get<double>() <= 0) {
-    const std::string why = step.is_object() && step.value("unavailable", Json()).is_string()
-                                ? step["unavailable"].get<std::string>()
-                                : "it has no evidence.loop_step (written by an older gpufeed?)";
-    throw usage_error(fmt::format("--from {}: the diagnosis has no step estimate: {}", r.from, why),
+  if (r.batch_size < 1) throw usage_error("--batch-size must be at least 1");
+  const tune::DiagnosisReading reading = tune::read_diagnosis(doc, r.batch_size);
+  if (!reading.job) {
+    throw usage_error(fmt::format("--from {}: the diagnosis has no step estimate: {}", r.from, reading.error),
                       "diagnose the job while it starves (fewer workers), or give --step-ms");
   }
-  const double spread = step.value("spread_ms", Json(0.0)).is_number() ? step["spread_ms"].get<double>() : 0.0;
-  r.device.step_ms = fmt::format("{:.3f}:{:.3f}", median.get<double>(), spread);
-  r.step_source = fmt::format("from {}: {:.2f} ms ± {:.2f} between the loop's data waits over {} cycles", r.from,
-                              median.get<double>(), spread, step.value("cycles", 0));
-  // The CPU its workers spent per file they opened (user + system, /proc):
-  // Python, the real decode and collate, as the job pays them.
-  const Json workers = doc["evidence"].value("workers", Json());
-  if (workers.is_object() && workers.value("files_opened", Json(0)).is_number() &&
-      workers.value("cpu_s", Json(0)).is_number()) {
-    const double files = workers["files_opened"].get<double>(), cpu_s = workers["cpu_s"].get<double>();
-    if (files >= 50 && cpu_s > 0) r.job_cpu_ms = cpu_s * 1e3 / files;
-    // The loop's own CPU (receiving and unpickling batches): per sample, so
-    // it follows --batch-size. Attach to a running job (--pid) for this: a
-    // launched job's loop also spends its start-up (imports) in the window.
-    double loop_cpu_s = 0;
-    for (const auto& p : doc["evidence"].value("processes", Json::array())) {
-      if (p.value("role", "") == "loop" && p.value("cpu_s", Json(0)).is_number()) loop_cpu_s += p["cpu_s"].get<double>();
-    }
-    if (files >= 50 && loop_cpu_s > 0) r.loop_cpu_ms_per_sample = loop_cpu_s * 1e3 / files;
-  }
+  const tune::JobFromDiagnosis& job = *reading.job;
+  r.device.step_ms = fmt::format("{:.3f}:{:.3f}", job.step_ms, job.spread_ms);
+  r.step_source = fmt::format("from {}: {:.2f} ms ± {:.2f} between the loop's data waits over {} cycles{}", r.from,
+                              job.step_ms, job.spread_ms, job.cycles,
+                              job.step_note.empty() ? "" : " (" + job.step_note + ")");
+  r.job_cpu_ms = job.worker_cpu_ms;
+  r.loop_cpu_ms_per_sample = job.loop_cpu_ms;
 }
 
 // What a sample costs the job's workers beyond the built-in transform, when

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpufeed/tune/from_diagnosis.hpp"
 #include "support/child_process.hpp"
 #include "support/latencyfs_mount.hpp"
 #include "support/schema_validator.hpp"
@@ -254,6 +255,23 @@ class DiagnoseSlowJob : public Diagnose {
     return read_json(dir_ / "d.json");
   }
 
+  // The starved loop waits between steps: there it runs the 20 ms step plus
+  // what PyTorch's loop costs on top. The two workers' batches often arrive
+  // together, so a gap can hold two steps: diagnose tells them apart by
+  // one-step gaps, tune --from by the files opened per batch (8 here).
+  static void expect_the_jobs_step(const json& doc) {
+    const json& step = doc["evidence"]["loop_step"];
+    ASSERT_TRUE(step["median_ms"].is_number()) << step.dump();
+    const auto job = tune::read_diagnosis(doc, 8);
+    ASSERT_TRUE(job.job) << job.error;
+    std::cout << "[ measured ] loop step " << job.job->step_ms << " ms for a 20 ms sleep per batch (gaps "
+              << step["median_ms"] << " ms, " << step["ready_fraction"] << " of steps found ready, "
+              << job.job->batches_per_wait << " step(s) per gap by files opened: ratio " << job.job->supply_ratio
+              << ")\n";
+    EXPECT_GE(job.job->step_ms, 19.0) << step.dump();
+    EXPECT_LE(job.job->step_ms, 30.0) << step.dump() << " " << doc["evidence"]["workers"].dump();
+  }
+
   static TempDir* dataset_;
 };
 TempDir* DiagnoseSlowJob::dataset_ = nullptr;
@@ -287,13 +305,22 @@ TEST_F(DiagnoseSlowJob, SlowFuseMetadataIsNamedWithItsLatencyAndMoreWorkersAdvis
   EXPECT_GT(workers->at("figures")["recommended_num_workers"].get<int>(), 2);
   EXPECT_NE(finding(doc, "loop.starved"), nullptr);
   EXPECT_NE(doc["summary"]["top_cause"], nullptr);
-  // The starved loop waits for every batch: between waits it runs the 20 ms
-  // step plus what PyTorch's loop costs on top (tune --from takes this).
-  const json& step = doc["evidence"]["loop_step"];
-  ASSERT_TRUE(step["median_ms"].is_number()) << step.dump();
-  std::cout << "[ measured ] loop step " << step["median_ms"] << " ms for a 20 ms sleep per batch\n";
-  EXPECT_GE(step["median_ms"].get<double>(), 19.0);
-  EXPECT_LE(step["median_ms"].get<double>(), 30.0);
+  expect_the_jobs_step(doc);
+}
+
+// Without a tail every file costs the same, so the two workers stay in step:
+// both batches arrive together, the loop waits before one step in two and
+// never between, and only the files opened per batch tell a gap holds two.
+TEST_F(DiagnoseSlowJob, WorkersInStepGiveGapsOfTwoStepsThatTuneFromSplits) {
+  if (auto why = testing::LatencyFsMount::unavailable_reason()) GTEST_SKIP() << *why;
+  std::filesystem::create_directory(dir_ / "mnt");
+  testing::LatencyFsOptions opt;
+  opt.lookup_ms = kInjectedStatMs;
+  opt.open_ms = 5;
+  opt.read_ms = 2;
+  opt.sigma = 0;
+  testing::LatencyFsMount mount(dataset_->path(), dir_ / "mnt", opt);
+  expect_the_jobs_step(diagnose_job(mount.path()));
 }
 
 TEST_F(DiagnoseSlowJob, LocalDirectoryHasNoStorageFinding) {

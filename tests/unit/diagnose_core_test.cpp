@@ -85,6 +85,8 @@ TEST(LoopStep, GapsBetweenMergedWaitsAreTheStep) {
   ASSERT_TRUE(st.median_ms) << st.unavailable;
   EXPECT_NEAR(*st.median_ms, 60, 1.0);  // not 30 or 0.3: a wait's two calls are one wait
   EXPECT_EQ(st.cycles, 2 * 99);         // per rank, never across ranks
+  EXPECT_EQ(st.loops, 2);
+  EXPECT_NEAR(st.span_s, 9.9, 0.1);     // 99 cycles of a 40 ms wait and a 60 ms step, per loop
   EXPECT_GE(st.p10_ms, 56.5);
   EXPECT_LE(st.p90_ms, 63.5);
   EXPECT_GT(st.spread_ms, 0.5);
@@ -102,8 +104,27 @@ TEST(LoopStep, NoEstimateWithoutTracingOrWaits) {
   EXPECT_NE(few.unavailable.find("only 6 waits"), std::string::npos) << few.unavailable;
 }
 
-TEST(LoopStep, AFedLoopThatSeldomWaitsGetsNoEstimate) {
-  // Waits before one step in three at irregular spacing: gaps are 1-3 steps.
+TEST(LoopStep, APartlyFedLoopGivesTheStepFromItsOneStepGaps) {
+  // Waits before one step in two (a deterministic pattern): half of the 60
+  // gaps span two 21 ms steps, so the median of all gaps falls between one
+  // and two steps (31.5 ms) and p10 is not far enough below it to tell.
+  Evidence e;
+  e.ebpf = true;
+  e.window_s = 30;
+  double t = 1.0;
+  for (int i = 0; i < 61; ++i) {
+    e.waits.push_back({t, 2.0, 100, 0, 7});
+    const double jitter = ((i * 7919) % 5 - 2) * 0.3e-3;  // +-0.6 ms
+    t += 0.002 + 0.021 * (i % 2 == 0 ? 1 : 2) + jitter;
+  }
+  const LoopStep st = loop_step(e);
+  ASSERT_TRUE(st.median_ms) << st.unavailable;
+  EXPECT_NEAR(*st.median_ms, 21, 0.7);
+  EXPECT_LE(st.p90_ms, 21.7);
+  EXPECT_NEAR(st.ready_fraction, 1.0 / 3, 0.02);  // 60 gaps, 90 steps
+}
+
+TEST(LoopStep, GapsOfOneToThreeStepsAreMultiplesOfTheStep) {
   Evidence e;
   e.ebpf = true;
   e.window_s = 30;
@@ -113,8 +134,30 @@ TEST(LoopStep, AFedLoopThatSeldomWaitsGetsNoEstimate) {
     t += 0.002 + 0.060 * (1 + i % 3);
   }
   const LoopStep st = loop_step(e);
+  ASSERT_TRUE(st.median_ms) << st.unavailable;
+  EXPECT_NEAR(*st.median_ms, 60, 0.5);
+  EXPECT_GT(st.ready_fraction, 0.4);
+}
+
+TEST(LoopStep, IrregularGapsThatAreNoMultiplesGetNoEstimate) {
+  // Gaps spread evenly over 20-200 ms: no one step they are multiples of.
+  Evidence e;
+  e.ebpf = true;
+  e.window_s = 30;
+  double t = 1.0;
+  for (int i = 0; i < 90; ++i) {
+    e.waits.push_back({t, 2.0, 100, 0, 7});
+    t += 0.002 + (20 + (i * 37) % 90 * 2) * 1e-3;
+  }
+  const LoopStep st = loop_step(e);
   EXPECT_FALSE(st.median_ms);
-  EXPECT_NE(st.unavailable.find("irregular"), std::string::npos) << st.unavailable;
+  EXPECT_NE(st.unavailable.find("not multiples"), std::string::npos) << st.unavailable;
+}
+
+TEST(LoopStep, ALoopThatWaitsForEveryBatchHasNoReadySteps) {
+  const LoopStep st = loop_step(starved_loop(60, 100));
+  ASSERT_TRUE(st.median_ms);
+  EXPECT_EQ(st.ready_fraction, 0.0);
 }
 
 TEST(Syscalls, NamesAndClasses) {

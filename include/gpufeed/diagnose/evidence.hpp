@@ -174,13 +174,16 @@ struct LoopStep {
   double spread_ms = 0;             // standard deviation of the 10-90% gaps
   double p10_ms = 0, p90_ms = 0;
   int cycles = 0;                   // wait-to-wait gaps seen, all ranks
+  double ready_fraction = 0;        // share of steps that found their batch ready (no wait)
+  int loops = 0;                    // training loops (ranks) whose waits were seen
+  double span_s = 0;                // mean per loop: end of its first wait to end of its last
   std::string unavailable;          // why there is no estimate
 };
 // Waits closer than `merge_ms` are one wait (a batch is received in several
 // calls); at least `min_cycles` gaps are needed. A loop that finds most
-// batches ready has gaps spanning several steps: then the gaps are irregular
-// (p10 well under the median) and no estimate is given, unless
-// p10 >= `min_regularity` x median.
+// batches ready has gaps spanning several steps: when p10 < `min_regularity`
+// x median the gaps must be whole multiples of one step (then the one-step
+// gaps give the figures), otherwise no estimate is given.
 LoopStep loop_step(const Evidence& e, double merge_ms = 1.0, int min_cycles = 8, double min_regularity = 0.55);
 
 // Latency of a class of path calls (stat-like or open) across all traced

@@ -142,6 +142,46 @@ LoaderFigures loader_figures(const Evidence& e) {
   return f;
 }
 
+namespace {
+
+// Standard deviation of the values in [lo, hi] (sorted or not).
+double stddev_between(const std::vector<double>& v, double lo, double hi) {
+  double sum = 0, sq = 0;
+  int n = 0;
+  for (double g : v) {
+    if (g < lo || g > hi) continue;
+    sum += g;
+    sq += g * g;
+    ++n;
+  }
+  if (n < 2) return 0;
+  const double mean = sum / n;
+  return std::sqrt(std::max(0.0, sq / n - mean * mean));
+}
+
+// The step whose whole multiples the sorted gaps are, if they are: the median
+// of the lowest cluster ([g, 1.3 g]) holding at least 5% of the gaps (and 3),
+// kept when at least 80% of all gaps lie within 20% of a step of k steps.
+std::optional<double> base_of_multiples(const std::vector<double>& sorted) {
+  const std::size_t need = std::max<std::size_t>(3, sorted.size() / 20);
+  for (std::size_t i = 0; i + need <= sorted.size(); ++i) {
+    if (sorted[i] <= 0) continue;
+    const auto end = std::upper_bound(sorted.begin() + static_cast<long>(i), sorted.end(), 1.3 * sorted[i]);
+    const std::vector<double> cluster(sorted.begin() + static_cast<long>(i), end);
+    if (cluster.size() < need) continue;
+    const double base = quantile_sorted(cluster, 0.5);
+    const auto fits = std::count_if(sorted.begin(), sorted.end(), [base](double g) {
+      const double k = std::round(g / base);
+      return k >= 1 && std::abs(g - k * base) <= 0.2 * base;
+    });
+    if (static_cast<double>(fits) >= 0.8 * static_cast<double>(sorted.size())) return base;
+    return std::nullopt;  // the lowest cluster is one step, or there is none
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double min_regularity) {
   LoopStep out;
   if (!e.ebpf) {
@@ -167,7 +207,12 @@ LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double mi
       const double gap = waits[i].first - waits[i - 1].second;
       gaps.push_back(gap);
     }
+    if (waits.size() > 1) {
+      ++out.loops;
+      out.span_s += (waits.back().second - waits.front().second) / 1e3;
+    }
   }
+  if (out.loops > 0) out.span_s /= out.loops;
   out.cycles = static_cast<int>(gaps.size());
   if (out.cycles < min_cycles) {
     out.unavailable = fmt::format("only {} waits for data between steps were seen (the loop seldom waits: it is fed, "
@@ -178,23 +223,32 @@ LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double mi
   const double median = quantile_sorted(gaps, 0.5);
   out.p10_ms = quantile_sorted(gaps, 0.1);
   out.p90_ms = quantile_sorted(gaps, 0.9);
-  if (out.p10_ms < min_regularity * median) {
-    out.unavailable = fmt::format("the gaps between the loop's waits are irregular (p10 {:.1f} ms, median {:.1f} ms): "
-                                  "many steps found their batch ready, so a gap may span several steps",
-                                  out.p10_ms, median);
+  // A loop that finds some batches ready does not wait before those steps
+  // (waits under 0.5 ms are not recorded), so its gaps are whole multiples
+  // of one step: the lowest well-populated cluster, when the gaps really are
+  // its multiples. Otherwise only regular gaps give a step (their median).
+  const bool regular = out.p10_ms >= min_regularity * median;
+  const auto base = base_of_multiples(gaps);
+  if (!base && !regular) {
+    out.unavailable = fmt::format("the gaps between the loop's waits are irregular (p10 {:.1f} ms, median {:.1f} ms) "
+                                  "and are not multiples of one step", out.p10_ms, median);
     return out;
   }
-  out.median_ms = median;
-  double sum = 0, sq = 0;
-  int n = 0;
+  const double step = base.value_or(median);
+  // Each gap spans k steps; k - 1 of them found their batch ready. The
+  // figures come from the one-step gaps alone.
+  std::vector<double> single;
+  double steps = 0;
   for (double g : gaps) {
-    if (g < out.p10_ms || g > out.p90_ms) continue;
-    sum += g;
-    sq += g * g;
-    ++n;
+    const double k = std::max(1.0, std::round(g / step));
+    steps += k;
+    if (k == 1) single.push_back(g);
   }
-  const double mean = n ? sum / n : *out.median_ms;
-  out.spread_ms = n > 1 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) : 0;
+  out.ready_fraction = 1.0 - static_cast<double>(gaps.size()) / steps;
+  out.median_ms = quantile_sorted(single, 0.5);
+  out.p10_ms = quantile_sorted(single, 0.1);
+  out.p90_ms = quantile_sorted(single, 0.9);
+  out.spread_ms = stddev_between(single, out.p10_ms, out.p90_ms);
   return out;
 }
 

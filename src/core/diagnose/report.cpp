@@ -88,6 +88,9 @@ Json loop_step_json(const Evidence& e) {
           {"p10_ms", st.median_ms ? Json(st.p10_ms) : Json(nullptr)},
           {"p90_ms", st.median_ms ? Json(st.p90_ms) : Json(nullptr)},
           {"cycles", st.cycles},
+          {"ready_fraction", st.median_ms ? Json(st.ready_fraction) : Json(nullptr)},
+          {"loops", st.loops},
+          {"span_s", st.span_s},
           {"unavailable", st.median_ms ? Json(nullptr) : Json(st.unavailable)}};
 }
 
@@ -261,9 +264,12 @@ void render_text(const DiagnosisReport& r, const TextStyle& s, bool verbose, std
   }
   const LoopStep step = loop_step(e);
   if (step.median_ms) {
-    out << fmt::format("  Loop step: {:.1f} ms between data waits (p10 {:.1f}, p90 {:.1f}; {} cycles) - "
+    out << fmt::format("  Loop step: {:.1f} ms between data waits (p10 {:.1f}, p90 {:.1f}; {} cycles{}) - "
                        "gpufeed tune --from takes it\n",
-                       *step.median_ms, step.p10_ms, step.p90_ms, step.cycles);
+                       *step.median_ms, step.p10_ms, step.p90_ms, step.cycles,
+                       step.ready_fraction >= 0.05
+                           ? fmt::format("; {} of steps found their batch ready", pct(step.ready_fraction))
+                           : "");
   }
   if (r.findings.empty()) {
     out << "  " << s.good("Healthy: no finding") << " - the loader keeps up with the loop.\n";
