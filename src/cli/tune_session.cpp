@@ -126,13 +126,15 @@ std::vector<Prediction> predict_all(const tune::Workload& w, const tune::NodeSha
   return out;
 }
 
-// The cheapest prediction within the tolerance of the best prediction.
-Prediction best_predicted(const std::vector<Prediction>& predictions, double tolerance) {
+// The preferred prediction within the tolerance of the best prediction.
+Prediction best_predicted(const std::vector<Prediction>& predictions, double tolerance, const tune::PrefetchCost& cost) {
   const auto best = *std::max_element(predictions.begin(), predictions.end(),
                                       [](const Prediction& a, const Prediction& b) { return a.samples_per_s < b.samples_per_s; });
   Prediction chosen = best;
   for (const auto& p : predictions) {
-    if (p.samples_per_s >= (1 - tolerance) * best.samples_per_s && tune::cheaper(p.candidate, chosen.candidate)) chosen = p;
+    if (p.samples_per_s >= (1 - tolerance) * best.samples_per_s && tune::preferred(p.candidate, chosen.candidate, cost)) {
+      chosen = p;
+    }
   }
   return chosen;
 }
@@ -283,7 +285,8 @@ int run_simulate(const TuneRequest& r, Context& ctx, Reporter& rep) {
   const auto predictions = predict_all(w, node, space, mem, excluded);
   if (predictions.empty()) throw usage_error("no candidate fits the memory budget", "lower --batch-size");
   for (const auto& e : excluded) rep.line("excluded (memory): " + e);
-  const auto chosen = best_predicted(predictions, r.tolerance);
+  const auto chosen =
+      best_predicted(predictions, r.tolerance, {w.batch_bytes, tune::free_prefetch_bytes(static_cast<double>(mem))});
   rep.phase(5, "choose");
   rep.line(fmt::format("{}: {:.0f} samples/s per rank predicted ({:.0f} on the node), starvation {:.0f}%",
                        tune::describe(chosen.candidate), chosen.samples_per_s, chosen.node_samples_per_s,
@@ -296,7 +299,8 @@ int run_simulate(const TuneRequest& r, Context& ctx, Reporter& rep) {
   config.prediction.model_raw_samples_per_s = chosen.samples_per_s;
   config.search = "simulate";
   config.reason = fmt::format("the cheapest config the model predicts within {:g}% of the best predicted throughput "
-                              "(simulation only: no trials)", r.tolerance * 100);
+                              "(simulation only: no trials; a deeper prefetch is kept while its page-locked memory is "
+                              "under 1/32 of the budget)", r.tolerance * 100);
   config.pinned_bytes_per_rank = static_cast<std::uint64_t>(chosen.candidate.workers * chosen.candidate.prefetch_factor * w.batch_bytes);
   config.machine.hostname = "profile:" + hw->name;
   config.machine.cpu_model = hw->description;
@@ -501,6 +505,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   so.tolerance = r.tolerance;
   so.trial_seconds = r.trial_s;
   so.first_round_seconds = std::min(r.first_round_s, r.trial_s);
+  so.prefetch_cost = {m.workload.batch_bytes, tune::free_prefetch_bytes(static_cast<double>(budget.mem_per_rank))};
   so.stop = &stop.flag();
   if (r.budget_s > 0) {
     so.budget_seconds = std::max(0.0, r.budget_s - std::chrono::duration<double>(Clock::now() - started).count());

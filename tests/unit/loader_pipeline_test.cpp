@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -261,6 +262,60 @@ TEST(Pipeline, PinnedMemoryIsAccountedAndReturned) {
   EXPECT_EQ(f.pinned_bytes, 2u * 3u * 4u * 16u);
   EXPECT_TRUE(f.page_locked);
   EXPECT_EQ(h.device.pinned_bytes(), 0u);
+}
+
+// A device whose copies stay in flight until waited for: it counts host
+// buffers freed while a copy from them was still unwaited.
+class DeferredCopyDevice final : public DeviceBackend {
+ public:
+  std::string name() const override { return "deferred"; }
+  std::string description() const override { return "copies finish when waited for"; }
+  PinnedBuffer allocate_pinned(std::size_t bytes) override { return {new std::byte[bytes], bytes, true}; }
+  void free_pinned(PinnedBuffer b) noexcept override {
+    std::lock_guard lock(mu_);
+    for (const auto& [ticket, src] : pending_) {
+      if (src == b.data) ++freed_under_copy;
+    }
+    delete[] b.data;
+  }
+  std::uint64_t pinned_bytes() const override { return 0; }
+  void reserve_device_slots(int count, std::size_t bytes) override {
+    slots_.assign(static_cast<std::size_t>(count), std::vector<std::byte>(bytes));
+  }
+  void* device_slot(int slot) override { return slots_[static_cast<std::size_t>(slot)].data(); }
+  std::uint64_t copy_async(const PinnedBuffer& src, std::size_t, int) override {
+    std::lock_guard lock(mu_);
+    pending_.emplace_back(++issued, src.data);
+    return issued;
+  }
+  void wait(std::uint64_t ticket) override {
+    std::lock_guard lock(mu_);
+    std::erase_if(pending_, [&](const auto& p) { return p.first <= ticket; });
+  }
+  TransferStats transfer_stats() const override { return {}; }
+  std::uint64_t issued = 0;
+  int freed_under_copy = 0;
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<std::uint64_t, const std::byte*>> pending_;
+  std::vector<std::vector<std::byte>> slots_;
+};
+
+TEST(Pipeline, CopiesQueuedWhenTheRunEndsFinishBeforeTheirBuffersAreFreed) {
+  // The transfer thread copies ahead of the step (into the spare device
+  // slot); when the run ends, those copies were never waited for by a step.
+  FakeSource source(256);
+  DeferredCopyDevice device;
+  RecordingStep step(2ms);
+  auto transform = make_copy_transform(16);
+  const auto listed = source.list();
+  LoaderConfig c = config(2, 4, 4);
+  c.device_slots = 3;
+  LoaderRun r{source, listed, *transform, device, step, c, batches(6), {}};
+  run_loader(r);
+  EXPECT_GT(device.issued, 6u) << "no copy was queued ahead of the steps: the test did not test anything";
+  EXPECT_EQ(device.freed_under_copy, 0) << "a host buffer was freed under a copy still in flight";
 }
 
 TEST(Pipeline, RejectsEmptyDatasetsAndDatasetsSmallerThanABatch) {

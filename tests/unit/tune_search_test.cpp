@@ -84,6 +84,46 @@ TEST(Search, ShortlistHasTheTopPredictionsAndTheirWorkerNeighbours) {
   EXPECT_EQ(three.back(), (Candidate{6, 4, true}));
 }
 
+TEST(Search, FreePrefetchMemoryPrefersTheDeeperQueue) {
+  // 1 MiB batches; 64 MiB per rank count as free.
+  const PrefetchCost cost{1024.0 * 1024, 64.0 * 1024 * 1024};
+  EXPECT_TRUE(cost.is_free({8, 8, true}));      // 64 MiB
+  EXPECT_FALSE(cost.is_free({12, 8, true}));    // 96 MiB
+  EXPECT_TRUE(preferred({8, 8, true}, {8, 2, true}, cost));
+  EXPECT_FALSE(preferred({8, 2, true}, {8, 8, true}, cost));
+  EXPECT_TRUE(preferred({12, 4, true}, {12, 8, true}, cost)) << "over the free memory, less prefetch is cheaper";
+  EXPECT_TRUE(preferred({4, 1, true}, {8, 8, true}, cost)) << "workers still come first";
+  EXPECT_TRUE(preferred({8, 2, true}, {8, 8, true}, {})) << "without a cost, as cheaper()";
+  EXPECT_DOUBLE_EQ(free_prefetch_bytes(3.2e9), 1e8);
+  EXPECT_DOUBLE_EQ(free_prefetch_bytes(64e9), 256.0 * 1024 * 1024);
+}
+
+TEST(Search, ChooseKeepsAFreeDeeperPrefetchAndSaysWhy) {
+  std::vector<Trial> trials = {
+      {{2, 1, true}, 600, 0, 10, 2, "", true},
+      {{2, 8, true}, 599, 0, 10, 2, "", true},  // within 2%, and its 16 MiB are free
+      {{3, 8, true}, 610, 0, 10, 2, "", true},
+  };
+  const PrefetchCost cost{1024.0 * 1024, 64.0 * 1024 * 1024};
+  const auto c = choose(trials, 0.02, cost);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->chosen.candidate, (Candidate{2, 8, true}));
+  EXPECT_NE(c->reason.find("prefetch 8 rather than 1"), std::string::npos) << c->reason;
+  EXPECT_NE(c->reason.find("16.0 MiB"), std::string::npos) << c->reason;
+  EXPECT_EQ(choose(trials, 0.02)->chosen.candidate, (Candidate{2, 1, true})) << "no cost: the least prefetch";
+}
+
+TEST(Search, ShortlistTakesTheDeepestFreePrefetchTheModelCannotTellApart) {
+  // The model sees prefetch 1-8 within 1% of each other at every worker count.
+  const auto space = default_space(8);
+  auto flat = [](const Candidate& c) { return std::min(c.workers, 2) * 300.0 * (c.prefetch_factor == 1 ? 1.0 : 0.995); };
+  const PrefetchCost cost{1024.0 * 1024, 64.0 * 1024 * 1024};
+  const auto list = shortlist(predict(space, flat), space, 1, cost);
+  ASSERT_FALSE(list.empty());
+  EXPECT_EQ(list.front(), (Candidate{2, 8, true}));
+  EXPECT_EQ(shortlist(predict(space, flat), space, 1).front(), (Candidate{2, 1, true}));
+}
+
 TEST(Search, ModelSearchFindsTheGridsAnswerWithFewerTrials) {
   const auto space = default_space(16);
   ScriptedRunner grid_runner(plateau), model_runner(plateau);

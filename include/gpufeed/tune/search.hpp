@@ -28,6 +28,23 @@ SearchSpace default_space(int max_workers, bool both_pin = false);
 // less page-locked memory (prefetch), then no pinning.
 bool cheaper(const Candidate& a, const Candidate& b);
 
+// What prefetch costs: page-locked memory, workers x prefetch x batch bytes
+// per rank. Under `free_bytes` that memory is no real cost, and the deeper
+// prefetch is the better buy: it absorbs slow batches (a tail sample, a
+// real job's batch hand-off) that trials of seconds seldom show.
+struct PrefetchCost {
+  double batch_bytes = 0;  // one batch's page-locked bytes (0: prefetch is never free)
+  double free_bytes = 0;   // per rank
+  double bytes(const Candidate& c) const { return c.workers * c.prefetch_factor * batch_bytes; }
+  bool is_free(const Candidate& c) const { return batch_bytes > 0 && bytes(c) <= free_bytes; }
+};
+// `a` is preferred to `b`: fewer workers; with as many, the deeper prefetch
+// when both are free, else the shallower; then no pinning.
+bool preferred(const Candidate& a, const Candidate& b, const PrefetchCost& cost);
+// Per-rank page-locked memory that counts as free under a per-rank budget:
+// 1/32 of it, at most 256 MiB.
+double free_prefetch_bytes(double mem_per_rank);
+
 struct Trial {
   Candidate candidate;
   double samples_per_s = 0;  // per rank
@@ -51,6 +68,7 @@ struct SearchOptions {
   double trial_seconds = 10;       // a full trial
   double first_round_seconds = 4;  // the short round that weeds out losers
   int shortlist = 3;               // top predictions verified (plus neighbours)
+  PrefetchCost prefetch_cost;      // when a deeper prefetch is preferred
   double budget_seconds = 0;       // wall-time budget of all trials; 0: none
   std::function<void(const Trial&, const std::optional<Trial>& best)> on_trial;
   const std::atomic<bool>* stop = nullptr;
@@ -70,14 +88,16 @@ struct SearchResult {
 };
 
 // The best prediction for each of the top `k` worker counts (by predicted
-// throughput, ties to the cheaper), then their neighbours in the space (one
-// step fewer and more workers, each with the prefetch the model prefers for
-// it), without duplicates, best prediction first.
-std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k);
+// throughput; where prefetch memory is free, the deepest prefetch within 1%
+// of that count's best), then their neighbours in the space (one step fewer and more workers,
+// each with the prefetch picked the same way), without duplicates, best
+// prediction first.
+std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k,
+                                 const PrefetchCost& cost = {});
 
-// Of the successful trials (full rounds preferred), the cheapest within
+// Of the successful trials (full rounds preferred), the preferred one within
 // `tolerance` of the best.
-std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance);
+std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance, const PrefetchCost& cost = {});
 
 SearchResult model_search(const std::vector<Prediction>& predictions, const SearchSpace& space, TrialRunner& runner,
                           const SearchOptions& options);

@@ -143,6 +143,17 @@ class Pipeline {
       if (t.joinable()) t.join();
     }
     threads_.clear();
+    // Copies the transfer thread queued that no step waited for may still
+    // be reading their host buffers (an asynchronous copy outlives the
+    // thread that queued it): let them finish before the buffers go.
+    for (const auto& b : copied_) {
+      try {
+        run_.device.wait(b.ticket);
+      } catch (...) {
+        if (!failure_) failure_ = std::current_exception();
+      }
+    }
+    copied_.clear();
     if (cfg_.pin_memory && transfers_) {
       for (const auto& b : buffers_) run_.device.free_pinned(b);
     }

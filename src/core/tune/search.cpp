@@ -46,7 +46,7 @@ class TrialLog {
     result.trials.push_back(t);
     result.trial_seconds += t.seconds;
     if (options_.on_trial) {
-      const auto best = choose(result.trials, options_.tolerance);
+      const auto best = choose(result.trials, options_.tolerance, options_.prefetch_cost);
       options_.on_trial(t, best ? std::optional<Trial>(best->best) : std::nullopt);
     }
     return t;
@@ -82,24 +82,40 @@ SearchSpace default_space(int max_workers, bool both_pin) {
   return s;
 }
 
-bool cheaper(const Candidate& a, const Candidate& b) {
+bool cheaper(const Candidate& a, const Candidate& b) { return preferred(a, b, {}); }
+
+bool preferred(const Candidate& a, const Candidate& b, const PrefetchCost& cost) {
   if (a.workers != b.workers) return a.workers < b.workers;
-  if (a.prefetch_factor != b.prefetch_factor) return a.prefetch_factor < b.prefetch_factor;
+  if (a.prefetch_factor != b.prefetch_factor) {
+    if (cost.is_free(a) && cost.is_free(b)) return a.prefetch_factor > b.prefetch_factor;
+    return a.prefetch_factor < b.prefetch_factor;
+  }
   return !a.pin_memory && b.pin_memory;
 }
 
-std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k) {
+double free_prefetch_bytes(double mem_per_rank) { return std::min(mem_per_rank / 32, 256.0 * 1024 * 1024); }
+
+std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k,
+                                 const PrefetchCost& cost) {
   std::vector<Prediction> ranked = predictions;
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Prediction& a, const Prediction& b) {
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const Prediction& a, const Prediction& b) {
     if (a.samples_per_s != b.samples_per_s) return a.samples_per_s > b.samples_per_s;
-    return cheaper(a.candidate, b.candidate);
+    return preferred(a.candidate, b.candidate, cost);
   });
-  // For each worker count, the prefetch (and pinning) the model likes best.
+  // For each worker count, the prefetch (and pinning) the model likes best;
+  // where its memory is free, the deepest within 1% of that best (the
+  // simulation's noise cannot tell them apart).
   auto best_for = [&](int workers) -> std::optional<Candidate> {
+    std::optional<Prediction> top, pick;
     for (const auto& p : ranked) {
-      if (p.candidate.workers == workers) return p.candidate;
+      if (p.candidate.workers != workers) continue;
+      if (!top) top = pick = p;
+      if (p.samples_per_s >= 0.99 * top->samples_per_s && cost.is_free(p.candidate) && cost.is_free(pick->candidate) &&
+          preferred(p.candidate, pick->candidate, cost)) {
+        pick = p;
+      }
     }
-    return std::nullopt;
+    return pick ? std::optional<Candidate>(pick->candidate) : std::nullopt;
   };
   std::vector<Candidate> out;
   auto add = [&](const Candidate& c) {
@@ -108,10 +124,10 @@ std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, con
   std::vector<int> worker_counts;  // one pick per worker count keeps the shortlist diverse
   for (const auto& prediction : ranked) {
     if (static_cast<int>(worker_counts.size()) >= k) break;
-    const Candidate c = prediction.candidate;
-    if (std::find(worker_counts.begin(), worker_counts.end(), c.workers) != worker_counts.end()) continue;
-    worker_counts.push_back(c.workers);
-    add(c);
+    const int w = prediction.candidate.workers;
+    if (std::find(worker_counts.begin(), worker_counts.end(), w) != worker_counts.end()) continue;
+    worker_counts.push_back(w);
+    add(*best_for(w));
   }
   // Neighbours: one step fewer and more workers than each pick, each with
   // the model's preferred prefetch. Trials then settle the knee.
@@ -126,7 +142,7 @@ std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, con
   return out;
 }
 
-std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance) {
+std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance, const PrefetchCost& cost) {
   // The latest (longest) round of each candidate speaks for it.
   std::map<std::tuple<int, int, bool>, Trial> latest;
   for (const auto& t : trials) {
@@ -147,9 +163,21 @@ std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance)
   });
   Trial chosen = best;
   for (const auto& t : pool) {
-    if (t.samples_per_s >= (1 - tolerance) * best.samples_per_s && cheaper(t.candidate, chosen.candidate)) chosen = t;
+    if (t.samples_per_s >= (1 - tolerance) * best.samples_per_s && preferred(t.candidate, chosen.candidate, cost)) {
+      chosen = t;
+    }
   }
   Choice c{chosen, best, {}};
+  // A shallower prefetch that also came within the tolerance, passed over
+  // because the deeper one's memory is free.
+  const Trial* shallower = nullptr;
+  for (const auto& t : pool) {
+    if (t.candidate.workers == chosen.candidate.workers && t.candidate.prefetch_factor < chosen.candidate.prefetch_factor &&
+        t.samples_per_s >= (1 - tolerance) * best.samples_per_s &&
+        (!shallower || t.candidate.prefetch_factor < shallower->candidate.prefetch_factor)) {
+      shallower = &t;
+    }
+  }
   if (key(chosen.candidate) == key(best.candidate)) {
     c.reason = fmt::format("{} measured the highest throughput, {:.0f} samples/s per rank, and no cheaper config came "
                            "within {:g}% of it",
@@ -161,6 +189,12 @@ std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance)
                            best.samples_per_s, chosen.candidate.workers, best.candidate.workers,
                            chosen.candidate.prefetch_factor, best.candidate.prefetch_factor);
   }
+  if (shallower) {
+    c.reason += fmt::format("; prefetch {} rather than {}: its {:.1f} MiB of page-locked memory is under the {:.0f} MiB "
+                            "per rank that count as free, and a deeper queue absorbs slow batches",
+                            chosen.candidate.prefetch_factor, shallower->candidate.prefetch_factor,
+                            cost.bytes(chosen.candidate) / (1024.0 * 1024), cost.free_bytes / (1024.0 * 1024));
+  }
   return c;
 }
 
@@ -169,7 +203,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
   TrialLog log(runner, options);
   // Round 1: the shortlist, briefly.
   std::vector<Trial> first;
-  for (const auto& c : shortlist(predictions, space, options.shortlist)) {
+  for (const auto& c : shortlist(predictions, space, options.shortlist, options.prefetch_cost)) {
     auto t = log.run(c, options.first_round_seconds, 1);
     if (!t) break;
     if (t->ok) first.push_back(*t);
@@ -186,7 +220,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
       if (!log.run(c, options.trial_seconds, 2)) break;
     }
   }
-  log.result.choice = choose(log.result.trials, options.tolerance);
+  log.result.choice = choose(log.result.trials, options.tolerance, options.prefetch_cost);
   return log.result;
 }
 
@@ -195,7 +229,7 @@ SearchResult grid_search(const SearchSpace& space, TrialRunner& runner, const Se
   for (const auto& c : space.candidates()) {
     if (!log.run(c, options.trial_seconds, 2)) break;
   }
-  log.result.choice = choose(log.result.trials, options.tolerance);
+  log.result.choice = choose(log.result.trials, options.tolerance, options.prefetch_cost);
   return log.result;
 }
 
