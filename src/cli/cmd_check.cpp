@@ -110,6 +110,7 @@ int run_check(CheckOptions& o, Context& ctx) {
         setup.transform = transform.get();
         setup.device = parse_device(o.device);
         setup.step_ms = c.workload.step_ms;
+        setup.step_cpu_ms = c.workload.step_cpu_ms;
         setup.ranks = ranks;
         setup.batch_size = c.batch_size;
         setup.stop = &stop.flag();

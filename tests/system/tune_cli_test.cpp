@@ -128,6 +128,7 @@ TEST(TuneCli, FromDiagnosisTakesTheLoopStep) {
   EXPECT_GE(doc["dataloader"]["num_workers"].get<int>(), 2);
   EXPECT_LE(doc["dataloader"]["num_workers"].get<int>(), 4);
   EXPECT_EQ(doc["workload"]["cpu_us"], 0) << "no worker figures in the diagnosis: nothing added";
+  EXPECT_EQ(doc["workload"]["step_cpu_ms"], 0);
 }
 
 // The job's workers spent 2 ms of CPU per file and its loop 0.5 ms: model
@@ -153,6 +154,9 @@ TEST(TuneCli, FromDiagnosisAddsTheWorkersCpuPerSample) {
   EXPECT_LE(doc["workload"]["cpu_us"].get<double>(), 2000);
   // 6 ms a sample per worker (4 read + 2 CPU) for 500/s: at least 3 workers.
   EXPECT_GE(doc["dataloader"]["num_workers"].get<int>(), 3);
+  // check re-runs the trial: 2 ms of loop CPU spun, then 6 ms slept.
+  EXPECT_EQ(doc["workload"]["step_cpu_ms"], 2.0);
+  EXPECT_EQ(doc["workload"]["step_ms"], "6.000:0.500");
 }
 
 TEST(TuneCli, FromDiagnosisRefusesWhatItCannotUse) {

@@ -137,6 +137,23 @@ TEST(Search, ModelSearchFindsTheGridsAnswerWithFewerTrials) {
   EXPECT_LT(model.trial_seconds, 0.5 * grid.trial_seconds);
 }
 
+TEST(Search, TheCheapestConfigNearTheFirstRoundsBestGetsAFullTrial) {
+  // 3, 6 and 8 workers within 2% of each other: the runner-up by throughput
+  // (6) is no cheaper than the best (8); the full trial goes to 3 workers.
+  const auto space = default_space(8);
+  auto rate = [](const Candidate& c) { return c.workers >= 8 ? 505.0 : c.workers >= 6 ? 500.0 : c.workers >= 3 ? 496.0 : 300.0; };
+  ScriptedRunner runner(rate);
+  SearchOptions o;
+  const auto r = model_search(predict(space, rate), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  std::vector<int> full;
+  for (const auto& [c, seconds] : runner.calls) {
+    if (seconds == o.trial_seconds) full.push_back(c.workers);
+  }
+  EXPECT_EQ(full, (std::vector<int>{8, 3}));
+  EXPECT_EQ(r.choice->chosen.candidate.workers, 3);
+}
+
 TEST(Search, AWrongModelIsCorrectedByTrials) {
   // The model believes more workers always help; trials show 4 is the knee.
   const auto space = default_space(16);

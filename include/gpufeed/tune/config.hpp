@@ -61,7 +61,8 @@ struct WorkloadRecord {
   std::string exec;               // the command template, for target exec
   std::string metric_regex;       // where the exec job prints its throughput
   std::string step;               // "simulated step 45 ms", a model, or "from diagnosis"
-  std::string step_ms;            // the --step-ms value, to re-measure
+  std::string step_ms;            // the trials' step (sleep), to re-measure
+  double step_cpu_ms = 0;         // CPU the trials' loop spun before each sleep (tune --from)
   std::string decode = "none";
   double cpu_us = 0;
   int image_size = 224;

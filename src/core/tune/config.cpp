@@ -90,6 +90,7 @@ Json to_json(const TunedConfig& c) {
         {"metric_regex", w.metric_regex.empty() ? Json(nullptr) : Json(w.metric_regex)},
         {"step", w.step},
         {"step_ms", w.step_ms},
+        {"step_cpu_ms", w.step_cpu_ms},
         {"decode", w.decode},
         {"cpu_us", w.cpu_us},
         {"image_size", w.image_size},
@@ -187,6 +188,7 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.workload.metric_regex = get_or<std::string>(w, "metric_regex", "");
   c.workload.step = get_or<std::string>(w, "step", "");
   c.workload.step_ms = get_or<std::string>(w, "step_ms", "0");
+  c.workload.step_cpu_ms = get_or<double>(w, "step_cpu_ms", 0);
   c.workload.decode = get_or<std::string>(w, "decode", "none");
   c.workload.cpu_us = get_or<double>(w, "cpu_us", 0);
   c.workload.image_size = get_or<int>(w, "image_size", 224);

@@ -208,16 +208,30 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     if (!t) break;
     if (t->ok) first.push_back(*t);
   }
-  // Round 2: full trials for those near the round-1 best (losers stop here).
+  // Round 2: a full trial for the round-1 best, then for the preferred
+  // (cheapest) configs near it, cheapest first, until one comes within the
+  // tolerance of the best's full trial (at most two of them). Short rounds
+  // are noisy: the runner-up by throughput is often no cheaper than the
+  // best, and then a cheaper config never gets the full trial that choose()
+  // compares. "Near" allows twice the tolerance for that noise.
   if (!first.empty()) {
     std::sort(first.begin(), first.end(), [](const Trial& a, const Trial& b) { return a.samples_per_s > b.samples_per_s; });
-    const double cut = first.front().samples_per_s * (1 - std::max(0.10, 3 * options.tolerance));
-    std::vector<Candidate> finalists;
+    const Candidate best = first.front().candidate;
+    const double near = first.front().samples_per_s * (1 - 2 * options.tolerance);
+    std::vector<Candidate> cheaper_ones;
     for (const auto& t : first) {
-      if (t.samples_per_s >= cut && finalists.size() < 2) finalists.push_back(t.candidate);
+      if (t.samples_per_s >= near && preferred(t.candidate, best, options.prefetch_cost)) cheaper_ones.push_back(t.candidate);
     }
-    for (const auto& c : finalists) {
-      if (!log.run(c, options.trial_seconds, 2)) break;
+    std::sort(cheaper_ones.begin(), cheaper_ones.end(),
+              [&](const Candidate& a, const Candidate& b) { return preferred(a, b, options.prefetch_cost); });
+    // The best is the cheapest near the top: its runner-up (within 10%)
+    // checks it, and gives the calibration a second full trial.
+    const double cut = first.front().samples_per_s * (1 - std::max(0.10, 3 * options.tolerance));
+    if (cheaper_ones.empty() && first.size() > 1 && first[1].samples_per_s >= cut) cheaper_ones.push_back(first[1].candidate);
+    const auto full_best = log.run(best, options.trial_seconds, 2);
+    for (std::size_t i = 0; full_best && i < std::min<std::size_t>(2, cheaper_ones.size()); ++i) {
+      const auto t = log.run(cheaper_ones[i], options.trial_seconds, 2);
+      if (!t || (t->ok && full_best->ok && t->samples_per_s >= (1 - options.tolerance) * full_best->samples_per_s)) break;
     }
   }
   log.result.choice = choose(log.result.trials, options.tolerance, options.prefetch_cost);
