@@ -87,8 +87,9 @@ def diagnose(data, a, decode, path):
 
 def tune(data, a, decode, extra):
     out_path = tempfile.mktemp(suffix=".json")
-    # PIL decodes at full size: so does the built-in loader here.
-    work = ["--decode", "jpeg", "--full-decode"] if decode == "pil" else ["--decode", "none"]
+    # PIL decodes at full size and Image.resize filters bicubic (antialiased):
+    # so does the built-in loader here, at the same CPU cost.
+    work = ["--decode", "jpeg", "--full-decode", "--filter", "bicubic"] if decode == "pil" else ["--decode", "none"]
     step = [] if "--from" in extra else ["--step-ms", str(a.step_ms)]
     cmd = [GPUFEED, "tune", "--data", data, "--batch-size", str(a.batch_size)] + step + [
            "--device", "host", "--out", out_path, "--trial-seconds", str(a.trial_seconds), "--first-round-seconds",

@@ -71,6 +71,7 @@ std::unique_ptr<loader::SampleTransform> make_transform(const WorkOptions& o,
     jpeg.width = jpeg.height = o.image_size;
     jpeg.crop = loader::parse_crop_mode(o.crop);
     jpeg.dct_scaling = !o.full_decode;
+    jpeg.filter = loader::parse_resize_filter(o.filter);
     return loader::make_jpeg_transform(jpeg);
   }
   if (o.decode != "none") throw usage_error(fmt::format("--decode {} is not known", o.decode), "use none or jpeg");

@@ -32,6 +32,7 @@ struct WorkOptions {
   int image_size = 224;
   std::string crop = "center";
   bool full_decode = false;     // no DCT scaling: decode at full size, as PIL without draft() does
+  std::string filter = "fast";  // resize: fast | bilinear | bicubic
   std::string sample_bytes;     // --decode none: slot size; empty: the largest sample
 };
 

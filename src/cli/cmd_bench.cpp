@@ -190,6 +190,10 @@ Command add_bench_command(CLI::App& app) {
       ->group("Per sample");
   cmd->add_option("--crop", o->work.crop, "--decode jpeg: center or random-resized")->default_val("center")
       ->group("Per sample");
+  cmd->add_option("--filter", o->work.filter,
+                  "--decode jpeg: resize filter: fast (2-tap), bilinear or bicubic (antialiased, the CPU cost of "
+                  "PIL's Image.resize and torchvision's Resize; PIL's default is bicubic)")
+      ->default_val("fast")->group("Per sample");
   cmd->add_option("--sample-bytes", o->work.sample_bytes, "--decode none: bytes per sample in the batch "
                                                           "(default: the largest sample)")
       ->type_name("SIZE")->group("Per sample");

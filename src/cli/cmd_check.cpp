@@ -98,6 +98,8 @@ int run_check(CheckOptions& o, Context& ctx) {
         samples = list_data(*source, ctx.io, o.output.quiet);
         WorkOptions work;
         work.decode = c.workload.decode;
+        work.full_decode = c.workload.full_decode;
+        work.filter = c.workload.filter;
         // cpu_us with a decode is CPU the job's workers pay on top of it (tune --from).
         const bool decoding = c.workload.decode != "none";
         work.cpu_us = decoding ? 0 : c.workload.cpu_us;

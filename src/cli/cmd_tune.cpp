@@ -46,6 +46,10 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_option("--cpu-us", r->work.cpu_us, "Per-sample CPU work in microseconds")->group("Per sample");
   cmd->add_flag("--full-decode", r->work.full_decode, "--decode jpeg: decode at full size, as PIL does")
       ->group("Per sample");
+  cmd->add_option("--filter", r->work.filter,
+                  "--decode jpeg: resize filter: fast (2-tap), bilinear or bicubic (antialiased, as PIL's "
+                  "Image.resize, whose default is bicubic, and torchvision's Resize)")
+      ->default_val("fast")->group("Per sample");
   cmd->add_option("--image-size", r->work.image_size, "--decode jpeg output side")->default_val(224)->group("Per sample");
   cmd->add_option("--device", r->device.device, "auto, cuda, hip, host or cpu")->default_val("auto");
   cmd->add_option("--s3-endpoint", r->data.s3_endpoint, "S3-compatible endpoint URL")->group("S3");

@@ -597,6 +597,8 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.workload.step_ms = trial_step_ms;
   config.workload.step_cpu_ms = loop_cpu_ms;
   config.workload.decode = r.work.decode;
+  config.workload.full_decode = r.work.full_decode;
+  config.workload.filter = r.work.filter;
   config.workload.cpu_us = r.work.cpu_us + extra_cpu_ms(r, transform_cpu_ms) * 1e3;  // check pays it too
   config.workload.image_size = r.work.image_size;
   config.workload.sample_bytes = transform->output_bytes();

@@ -1,5 +1,5 @@
 // The JPEG transform: TurboJPEG decode at a reduced DCT scale, then crop and
-// bilinear resize into the batch buffer. A tjhandle is not thread-safe, so
+// resize (2-tap, or antialiased as PIL does) into the batch buffer. A tjhandle is not thread-safe, so
 // each worker thread owns one (thread_local), with its scratch buffer.
 #include "gpufeed/loader/jpeg_transform.hpp"
 
@@ -98,8 +98,11 @@ class JpegTransform final : public SampleTransform {
   explicit JpegTransform(const JpegOptions& options) : options_(options), scales_(available_scales()) {}
 
   std::string describe() const override {
-    return fmt::format("jpeg decode (libjpeg-turbo{}) + {} + bilinear resize to {}x{}x3 (HWC uint8)",
-                       options_.dct_scaling ? ", DCT scaling" : "", describe_crop(options_), options_.width,
+    const char* filter = options_.filter == ResizeFilter::Fast       ? "2-tap bilinear"
+                         : options_.filter == ResizeFilter::Bilinear ? "antialiased bilinear"
+                                                                     : "antialiased bicubic";
+    return fmt::format("jpeg decode (libjpeg-turbo{}) + {} + {} resize to {}x{}x3 (HWC uint8)",
+                       options_.dct_scaling ? ", DCT scaling" : "", describe_crop(options_), filter, options_.width,
                        options_.height);
   }
 
@@ -168,9 +171,17 @@ class JpegTransform final : public SampleTransform {
       decode::cmyk_to_rgb_in_place(frame.data(),
                                    static_cast<std::size_t>(scaled_width) * static_cast<std::size_t>(scaled_height));
     }
-    decode::resize_bilinear_rgb(frame.data(), scaled_width, scaled_height,
-                                decode::scale_region(crop, width, height, scaled_width, scaled_height),
-                                reinterpret_cast<std::uint8_t*>(out.data()), options_.width, options_.height);
+    const auto region = decode::scale_region(crop, width, height, scaled_width, scaled_height);
+    auto* dst = reinterpret_cast<std::uint8_t*>(out.data());
+    if (options_.filter == ResizeFilter::Fast) {
+      decode::resize_bilinear_rgb(frame.data(), scaled_width, scaled_height, region, dst, options_.width,
+                                  options_.height);
+    } else {
+      decode::resize_antialiased_rgb(frame.data(), scaled_width, scaled_height, region, dst, options_.width,
+                                     options_.height,
+                                     options_.filter == ResizeFilter::Bilinear ? decode::Kernel::Triangle
+                                                                               : decode::Kernel::Bicubic);
+    }
     decoder.trim();
   }
 
@@ -204,6 +215,14 @@ void check_options(const JpegOptions& o) {
 std::unique_ptr<SampleTransform> make_jpeg_transform(const JpegOptions& options) {
   check_options(options);
   return std::make_unique<JpegTransform>(options);
+}
+
+ResizeFilter parse_resize_filter(std::string_view text) {
+  if (text == "fast") return ResizeFilter::Fast;
+  if (text == "bilinear") return ResizeFilter::Bilinear;
+  if (text == "bicubic") return ResizeFilter::Bicubic;
+  throw usage_error(fmt::format("unknown resize filter '{}'", text),
+                    "use fast (2-tap), bilinear or bicubic (antialiased, as PIL and torchvision resize)");
 }
 
 CropMode parse_crop_mode(std::string_view text) {

@@ -43,6 +43,17 @@ Region scale_region(const CropBox& crop, int image_width, int image_height, int 
 void resize_bilinear_rgb(const std::uint8_t* src, int src_width, int src_height, const Region& region,
                          std::uint8_t* dst, int dst_width, int dst_height);
 
+// The same region and output, resampled as PIL's Image.resize and
+// torchvision's Resize(antialias=True) do: a separable convolution whose
+// filter (triangle for bilinear, Keys a = -0.5 for bicubic) widens with the
+// downscale factor, so every source pixel under an output pixel counts.
+// Horizontal pass into an 8-bit intermediate, then vertical, as PIL does.
+// It costs several times the 2-tap resize, which is the point: it is the
+// CPU a PIL pipeline pays per sample.
+enum class Kernel { Triangle, Bicubic };
+void resize_antialiased_rgb(const std::uint8_t* src, int src_width, int src_height, const Region& region,
+                            std::uint8_t* dst, int dst_width, int dst_height, Kernel kernel);
+
 // Converts `pixels` packed CMYK pixels to packed RGB in place (the RGB result
 // occupies the first 3*pixels bytes). Adobe's inverted CMYK, as JPEG files
 // store it: 255 means no ink, so R = C*K/255.

@@ -194,6 +194,75 @@ TEST(DecodeResize, UpscalingClampsAtTheEdges) {
   for (int x = 1; x < 8; ++x) EXPECT_GE(dst[static_cast<std::size_t>(x * 3)], dst[static_cast<std::size_t>((x - 1) * 3)]);
 }
 
+class Antialiased : public ::testing::TestWithParam<Kernel> {};
+
+TEST_P(Antialiased, SameSizeRegionIsACopy) {
+  // At scale 1 the kernels are 1 at their centre and 0 at whole offsets.
+  const auto src = gradient(40, 30);
+  std::vector<std::uint8_t> dst(src.size());
+  resize_antialiased_rgb(src.data(), 40, 30, {0, 0, 40, 30}, dst.data(), 40, 30, GetParam());
+  EXPECT_EQ(dst, src);
+}
+
+TEST_P(Antialiased, AFlatImageStaysFlat) {
+  std::vector<std::uint8_t> src(97 * 61 * 3, 173);
+  std::vector<std::uint8_t> dst(24 * 17 * 3);
+  resize_antialiased_rgb(src.data(), 97, 61, {3, 2, 90, 55}, dst.data(), 24, 17, GetParam());
+  for (auto v : dst) ASSERT_EQ(v, 173);  // weights sum to 1 everywhere, edges included
+}
+
+TEST_P(Antialiased, ShrinkingAStripedImageAveragesTheStripes) {
+  // One-pixel black and white columns shrunk 3x: the 2-tap resize lands on
+  // single columns and keeps the stripes' full contrast (aliasing); an
+  // antialiased one weighs every column under the output pixel: near grey.
+  std::vector<std::uint8_t> src(63 * 9 * 3);
+  for (int y = 0; y < 9; ++y) {
+    for (int x = 0; x < 63; ++x) {
+      for (int c = 0; c < 3; ++c) src[static_cast<std::size_t>((y * 63 + x) * 3 + c)] = x % 2 ? 255 : 0;
+    }
+  }
+  std::vector<std::uint8_t> aa(21 * 3 * 3), fast(21 * 3 * 3);
+  resize_antialiased_rgb(src.data(), 63, 9, {0, 0, 63, 9}, aa.data(), 21, 3, GetParam());
+  resize_bilinear_rgb(src.data(), 63, 9, {0, 0, 63, 9}, fast.data(), 21, 3);
+  int aliased = 0;
+  for (int x = 1; x < 20; ++x) {
+    const auto i = static_cast<std::size_t>(x * 3);
+    EXPECT_GE(aa[i], 85) << "x " << x;
+    EXPECT_LE(aa[i], 170) << "x " << x;
+    aliased += fast[i] == 0 || fast[i] == 255;
+  }
+  EXPECT_GT(aliased, 15) << "the 2-tap resize should alias here, or the test tells nothing";
+}
+
+TEST_P(Antialiased, LinearGradientStaysLinear) {
+  const auto src = gradient(200, 200);
+  std::vector<std::uint8_t> dst(50 * 50 * 3);
+  resize_antialiased_rgb(src.data(), 200, 200, {0, 0, 200, 200}, dst.data(), 50, 50, GetParam());
+  for (int o = 2; o < 48; ++o) {  // away from the clamped edges
+    const double expected = (o + 0.5) * 4 - 0.5;
+    EXPECT_NEAR(dst[static_cast<std::size_t>(o * 3)], expected, 0.51) << "x " << o;
+    EXPECT_NEAR(dst[static_cast<std::size_t>(o * 50 * 3 + 1)], expected, 0.51) << "y " << o;
+  }
+}
+
+TEST_P(Antialiased, ASubRegionReadsOnlyItsOwnPixels) {
+  // Left half 0, right half 255: the left half's crop stays black.
+  std::vector<std::uint8_t> src(40 * 10 * 3, 0);
+  for (int y = 0; y < 10; ++y) {
+    for (int x = 20; x < 40; ++x) {
+      for (int c = 0; c < 3; ++c) src[static_cast<std::size_t>((y * 40 + x) * 3 + c)] = 255;
+    }
+  }
+  std::vector<std::uint8_t> dst(5 * 5 * 3);
+  resize_antialiased_rgb(src.data(), 40, 10, {0, 0, 20, 10}, dst.data(), 5, 5, GetParam());
+  for (auto v : dst) ASSERT_EQ(v, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Antialiased, ::testing::Values(Kernel::Triangle, Kernel::Bicubic),
+                         [](const ::testing::TestParamInfo<Kernel>& p) {
+                           return p.param == Kernel::Triangle ? std::string("bilinear") : std::string("bicubic");
+                         });
+
 TEST(DecodeColour, CmykIsAdobeInverted) {
   std::vector<std::uint8_t> px = {255, 0, 0, 255,  // no cyan ink, full magenta and yellow: red
                                   255, 255, 255, 0,  // full black ink

@@ -30,6 +30,12 @@
 
 namespace gpufeed::loader {
 
+// How the crop is resampled to the output size. `Fast`: 2-tap bilinear
+// (cheap, aliases when shrinking). `Bilinear` and `Bicubic`: antialiased,
+// as PIL's Image.resize and torchvision's Resize compute them (PIL's
+// default is bicubic), at their CPU cost.
+enum class ResizeFilter { Fast, Bilinear, Bicubic };
+
 enum class CropMode {
   // Deterministic: the centred region with the output's aspect ratio,
   // `center_fraction` of the image's shorter extent (0.875 = Resize(256) +
@@ -55,6 +61,7 @@ struct JpegOptions {
   // Decode at a reduced DCT scale when the crop allows (PIL draft mode);
   // false always decodes at full size (slower, for comparison).
   bool dct_scaling = true;
+  ResizeFilter filter = ResizeFilter::Fast;
   // Treat libjpeg warnings (truncated data, corrupt segments) as success and
   // use whatever pixels were decoded, like PIL's LOAD_TRUNCATED_IMAGES.
   bool accept_warnings = false;
@@ -66,6 +73,8 @@ std::unique_ptr<SampleTransform> make_jpeg_transform(const JpegOptions& options)
 
 // "center" or "random-resized" (CLI spelling); a usage error otherwise.
 CropMode parse_crop_mode(std::string_view text);
+// "fast", "bilinear" or "bicubic"; a usage error otherwise.
+ResizeFilter parse_resize_filter(std::string_view text);
 
 // Packed 8-bit pixels: 3 bytes (RGB), 1 (gray) or 4 (CMYK, Adobe-inverted as
 // JPEG stores it: 255 = no ink) per pixel, rows without padding.

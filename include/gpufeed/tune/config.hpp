@@ -64,6 +64,8 @@ struct WorkloadRecord {
   std::string step_ms;            // the trials' step (sleep), to re-measure
   double step_cpu_ms = 0;         // CPU the trials' loop spun before each sleep (tune --from)
   std::string decode = "none";
+  bool full_decode = false;       // --decode jpeg at full size
+  std::string filter = "fast";    // --decode jpeg resize filter
   double cpu_us = 0;
   int image_size = 224;
   std::uint64_t sample_bytes = 0; // per sample in the batch
