@@ -124,6 +124,31 @@ TEST(LoopStep, APartlyFedLoopGivesTheStepFromItsOneStepGaps) {
   EXPECT_NEAR(st.ready_fraction, 1.0 / 3, 0.02);  // 60 gaps, 90 steps
 }
 
+TEST(LoopStep, AWaitSplitByTheBatchsReceiveIsNotAStep) {
+  // On a loaded machine the calls that receive a batch can split one wait
+  // in two, 1.2 ms apart (over the 1 ms merge): a cluster of short gaps
+  // that is no step, beside the 21.8 ms steps (nearly 18 x 1.2 ms).
+  Evidence e;
+  e.ebpf = true;
+  e.window_s = 30;
+  double t = 1.0;
+  for (int i = 0; i < 50; ++i) {
+    e.waits.push_back({t, 2.0, 100, 0, 7});
+    if (i % 4 == 0) {
+      t += 0.002 + 0.0012;
+      e.waits.push_back({t, 1.0, 100, 0, 7});
+      t += 0.001;
+    } else {
+      t += 0.002;
+    }
+    t += 0.0218;
+  }
+  const LoopStep st = loop_step(e);
+  ASSERT_TRUE(st.median_ms) << st.unavailable;
+  EXPECT_NEAR(*st.median_ms, 21.8, 0.05);
+  EXPECT_LT(st.ready_fraction, 0.01);
+}
+
 TEST(LoopStep, GapsOfOneToThreeStepsAreMultiplesOfTheStep) {
   Evidence e;
   e.ebpf = true;

@@ -159,23 +159,38 @@ double stddev_between(const std::vector<double>& v, double lo, double hi) {
   return std::sqrt(std::max(0.0, sq / n - mean * mean));
 }
 
-// The step whose whole multiples the sorted gaps are, if they are: the median
-// of the lowest cluster ([g, 1.3 g]) holding at least 5% of the gaps (and 3),
-// kept when at least 80% of all gaps lie within 20% of a step of k steps.
+// The step whose whole multiples the sorted gaps are, if they are: from the
+// lowest cluster ([g, 1.3 g]) holding at least 5% of the gaps (and 3)
+// upwards, the first cluster median such that at least 80% of the gaps of
+// half that or more lie within 20% of a step of k steps, those gaps are at
+// least half of all, and at least half of them hold at most 4 steps. Shorter gaps are one wait split in two by the calls
+// that receive a batch (over 1 ms apart on a loaded machine), not steps.
 std::optional<double> base_of_multiples(const std::vector<double>& sorted) {
   const std::size_t need = std::max<std::size_t>(3, sorted.size() / 20);
-  for (std::size_t i = 0; i + need <= sorted.size(); ++i) {
-    if (sorted[i] <= 0) continue;
+  for (std::size_t i = 0; i + need <= sorted.size();) {
+    if (sorted[i] <= 0) {
+      ++i;
+      continue;
+    }
     const auto end = std::upper_bound(sorted.begin() + static_cast<long>(i), sorted.end(), 1.3 * sorted[i]);
     const std::vector<double> cluster(sorted.begin() + static_cast<long>(i), end);
-    if (cluster.size() < need) continue;
+    if (cluster.size() < need) {
+      ++i;
+      continue;
+    }
     const double base = quantile_sorted(cluster, 0.5);
-    const auto fits = std::count_if(sorted.begin(), sorted.end(), [base](double g) {
+    std::size_t steps = 0, fits = 0, few = 0;
+    for (double g : sorted) {
+      if (g < 0.5 * base) continue;
+      ++steps;
       const double k = std::round(g / base);
-      return k >= 1 && std::abs(g - k * base) <= 0.2 * base;
-    });
-    if (static_cast<double>(fits) >= 0.8 * static_cast<double>(sorted.size())) return base;
-    return std::nullopt;  // the lowest cluster is one step, or there is none
+      fits += std::abs(g - k * base) <= 0.2 * base;
+      few += k <= 4;
+    }
+    // Most gaps must hold few steps: any gap is some multiple of a tiny
+    // base (a cluster of split waits) give or take 20% of it.
+    if (2 * steps >= sorted.size() && 5 * fits >= 4 * steps && 2 * few >= steps) return base;
+    i = static_cast<std::size_t>(end - sorted.begin());  // the next cluster up
   }
   return std::nullopt;
 }
@@ -237,14 +252,17 @@ LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double mi
   const double step = base.value_or(median);
   // Each gap spans k steps; k - 1 of them found their batch ready. The
   // figures come from the one-step gaps alone.
+  // Gaps under half a step are split waits, not steps.
   std::vector<double> single;
-  double steps = 0;
+  double steps = 0, waits = 0;
   for (double g : gaps) {
-    const double k = std::max(1.0, std::round(g / step));
+    if (g < 0.5 * step) continue;
+    const double k = std::round(g / step);
     steps += k;
+    ++waits;
     if (k == 1) single.push_back(g);
   }
-  out.ready_fraction = 1.0 - static_cast<double>(gaps.size()) / steps;
+  out.ready_fraction = steps > 0 ? 1.0 - waits / steps : 0.0;
   out.median_ms = quantile_sorted(single, 0.5);
   out.p10_ms = quantile_sorted(single, 0.1);
   out.p90_ms = quantile_sorted(single, 0.9);
