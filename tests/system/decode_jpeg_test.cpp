@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -333,27 +334,29 @@ TEST(DecodeJpeg, BadOptionsAreUsageErrors) {
   EXPECT_THROW(parse_crop_mode("centre"), Error);
 }
 
+// Runs a PIL script with the directory as its argument (the script exits 3
+// when PIL is missing). Empty when it ran; else why the test must skip.
+std::optional<std::string> run_pil_script(const testing::TempDir& dir, const std::string& script) {
+  const char* python = "/usr/bin/python3";
+  if (!std::filesystem::exists(python)) return "no /usr/bin/python3 to run PIL with";
+  const auto script_path = dir.write("pil_script.py", "import sys\ntry:\n    from PIL import Image\nexcept ImportError:\n"
+                                                      "    sys.exit(3)\nd = sys.argv[1]\n" + script);
+  const int status = std::system((std::string(python) + " " + script_path.string() + " " + dir.path().string()).c_str());
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) return "PIL is not installed for /usr/bin/python3";
+  if (status != 0) ADD_FAILURE() << "the PIL script failed:\n" << script;
+  return std::nullopt;
+}
+
 // JPEGs written by PIL (what datasets are usually made with): a progressive
 // 4:4:4 gradient and a CMYK image in PIL's own convention.
 TEST(DecodeJpeg, DecodesPilWrittenFiles) {
-  const char* python = "/usr/bin/python3";
-  if (!std::filesystem::exists(python)) GTEST_SKIP() << "no /usr/bin/python3 to write JPEGs with PIL";
   testing::TempDir dir;
   const std::string script =
-      "import sys\n"
-      "try:\n"
-      "    from PIL import Image\n"
-      "except ImportError:\n"
-      "    sys.exit(3)\n"
-      "d = sys.argv[1]\n"
       "im = Image.new('RGB', (640, 480))\n"
       "im.putdata([(x * 255 // 639, y * 255 // 479, 128) for y in range(480) for x in range(640)])\n"
       "im.save(d + '/progressive.jpg', quality=95, progressive=True, subsampling=0)\n"
       "Image.new('CMYK', (64, 64), (0, 255, 255, 0)).save(d + '/cmyk.jpg', quality=95)\n";
-  const auto script_path = dir.write("make.py", script);
-  const int status = std::system((std::string(python) + " " + script_path.string() + " " + dir.path().string()).c_str());
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) GTEST_SKIP() << "PIL is not installed for /usr/bin/python3";
-  ASSERT_EQ(status, 0) << "the PIL script failed";
+  if (auto why = run_pil_script(dir, script)) GTEST_SKIP() << *why;
 
   auto load = [](const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
@@ -378,8 +381,6 @@ TEST(DecodeJpeg, DecodesPilWrittenFiles) {
 // (sharp 8-pixel blocks, shrunk 4x: where filters differ most), and the
 // 2-tap resize as the control that shows the comparison can tell.
 TEST(DecodeJpeg, AntialiasedResizeMatchesPilsImageResize) {
-  const char* python = "/usr/bin/python3";
-  if (!std::filesystem::exists(python)) GTEST_SKIP() << "no /usr/bin/python3 to resize with PIL";
   testing::TempDir dir;
   const Bytes jpeg = jpeg_of(busy_rgb(320, 240, 11), 320, 240);
   {
@@ -387,19 +388,10 @@ TEST(DecodeJpeg, AntialiasedResizeMatchesPilsImageResize) {
     f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
   }
   const std::string script =
-      "import sys\n"
-      "try:\n"
-      "    from PIL import Image\n"
-      "except ImportError:\n"
-      "    sys.exit(3)\n"
-      "d = sys.argv[1]\n"
       "im = Image.open(d + '/busy.jpg').convert('RGB')\n"
       "for name, f in (('bilinear', Image.BILINEAR), ('bicubic', Image.BICUBIC)):\n"
       "    open(d + '/' + name + '.rgb', 'wb').write(im.resize((80, 60), f).tobytes())\n";
-  const auto script_path = dir.write("resize.py", script);
-  const int status = std::system((std::string(python) + " " + script_path.string() + " " + dir.path().string()).c_str());
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) GTEST_SKIP() << "PIL is not installed for /usr/bin/python3";
-  ASSERT_EQ(status, 0) << "the PIL script failed";
+  if (auto why = run_pil_script(dir, script)) GTEST_SKIP() << *why;
 
   auto mean_difference = [&](ResizeFilter filter, const std::string& pil_file) {
     JpegOptions options;

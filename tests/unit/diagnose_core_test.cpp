@@ -104,20 +104,38 @@ TEST(LoopStep, NoEstimateWithoutTracingOrWaits) {
   EXPECT_NE(few.unavailable.find("only 6 waits"), std::string::npos) << few.unavailable;
 }
 
-TEST(LoopStep, APartlyFedLoopGivesTheStepFromItsOneStepGaps) {
-  // Waits before one step in two (a deterministic pattern): half of the 60
-  // gaps span two 21 ms steps, so the median of all gaps falls between one
-  // and two steps (31.5 ms) and p10 is not far enough below it to tell.
+// One loop (pid 100) waiting 2 ms, then each gap in turn (ms); a gap given
+// as negative is a split wait instead: 1 ms of wait that far after the last.
+Evidence loop_with_gaps(const std::vector<double>& gaps_ms) {
   Evidence e;
   e.ebpf = true;
   e.window_s = 30;
-  double t = 1.0;
-  for (int i = 0; i < 61; ++i) {
-    e.waits.push_back({t, 2.0, 100, 0, 7});
-    const double jitter = ((i * 7919) % 5 - 2) * 0.3e-3;  // +-0.6 ms
-    t += 0.002 + 0.021 * (i % 2 == 0 ? 1 : 2) + jitter;
+  double t_ms = 1000;
+  e.waits.push_back({t_ms / 1e3, 2.0, 100, 0, 7});
+  double last_end = t_ms + 2.0;
+  for (double g : gaps_ms) {
+    const double dur = g < 0 ? 1.0 : 2.0;
+    t_ms = last_end + std::abs(g);
+    e.waits.push_back({t_ms / 1e3, dur, 100, 0, 7});
+    last_end = t_ms + dur;
   }
-  const LoopStep st = loop_step(e);
+  return e;
+}
+
+// n gaps, the i-th f(i) ms.
+template <typename F>
+std::vector<double> gaps_of(int n, F f) {
+  std::vector<double> gaps;
+  for (int i = 0; i < n; ++i) gaps.push_back(f(i));
+  return gaps;
+}
+
+TEST(LoopStep, APartlyFedLoopGivesTheStepFromItsOneStepGaps) {
+  // Waits before one step in two: half of the 60 gaps span two 21 ms steps,
+  // so the median of all gaps falls between one and two steps (31.5 ms) and
+  // p10 is not far enough below it to tell.
+  const LoopStep st =
+      loop_step(loop_with_gaps(gaps_of(60, [](int i) { return 21.0 * (i % 2 == 0 ? 1 : 2) + ((i * 7919) % 5 - 2) * 0.3; })));
   ASSERT_TRUE(st.median_ms) << st.unavailable;
   EXPECT_NEAR(*st.median_ms, 21, 0.7);
   EXPECT_LE(st.p90_ms, 21.7);
@@ -128,37 +146,19 @@ TEST(LoopStep, AWaitSplitByTheBatchsReceiveIsNotAStep) {
   // On a loaded machine the calls that receive a batch can split one wait
   // in two, 1.2 ms apart (over the 1 ms merge): a cluster of short gaps
   // that is no step, beside the 21.8 ms steps (nearly 18 x 1.2 ms).
-  Evidence e;
-  e.ebpf = true;
-  e.window_s = 30;
-  double t = 1.0;
+  std::vector<double> gaps;
   for (int i = 0; i < 50; ++i) {
-    e.waits.push_back({t, 2.0, 100, 0, 7});
-    if (i % 4 == 0) {
-      t += 0.002 + 0.0012;
-      e.waits.push_back({t, 1.0, 100, 0, 7});
-      t += 0.001;
-    } else {
-      t += 0.002;
-    }
-    t += 0.0218;
+    if (i % 4 == 0) gaps.push_back(-1.2);
+    gaps.push_back(21.8);
   }
-  const LoopStep st = loop_step(e);
+  const LoopStep st = loop_step(loop_with_gaps(gaps));
   ASSERT_TRUE(st.median_ms) << st.unavailable;
   EXPECT_NEAR(*st.median_ms, 21.8, 0.05);
   EXPECT_LT(st.ready_fraction, 0.01);
 }
 
 TEST(LoopStep, GapsOfOneToThreeStepsAreMultiplesOfTheStep) {
-  Evidence e;
-  e.ebpf = true;
-  e.window_s = 30;
-  double t = 1.0;
-  for (int i = 0; i < 60; ++i) {
-    e.waits.push_back({t, 2.0, 100, 0, 7});
-    t += 0.002 + 0.060 * (1 + i % 3);
-  }
-  const LoopStep st = loop_step(e);
+  const LoopStep st = loop_step(loop_with_gaps(gaps_of(60, [](int i) { return 60.0 * (1 + i % 3); })));
   ASSERT_TRUE(st.median_ms) << st.unavailable;
   EXPECT_NEAR(*st.median_ms, 60, 0.5);
   EXPECT_GT(st.ready_fraction, 0.4);
@@ -166,15 +166,7 @@ TEST(LoopStep, GapsOfOneToThreeStepsAreMultiplesOfTheStep) {
 
 TEST(LoopStep, IrregularGapsThatAreNoMultiplesGetNoEstimate) {
   // Gaps spread evenly over 20-200 ms: no one step they are multiples of.
-  Evidence e;
-  e.ebpf = true;
-  e.window_s = 30;
-  double t = 1.0;
-  for (int i = 0; i < 90; ++i) {
-    e.waits.push_back({t, 2.0, 100, 0, 7});
-    t += 0.002 + (20 + (i * 37) % 90 * 2) * 1e-3;
-  }
-  const LoopStep st = loop_step(e);
+  const LoopStep st = loop_step(loop_with_gaps(gaps_of(90, [](int i) { return 20.0 + (i * 37) % 90 * 2; })));
   EXPECT_FALSE(st.median_ms);
   EXPECT_NE(st.unavailable.find("not multiples"), std::string::npos) << st.unavailable;
 }
