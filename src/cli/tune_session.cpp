@@ -341,7 +341,6 @@ void apply_diagnosis(TuneRequest& r) {
     throw usage_error(fmt::format("--from {} is not a gpufeed.diagnosis/v1 document", r.from),
                       "write one with gpufeed diagnose --json FILE");
   }
-  if (r.batch_size < 1) throw usage_error("--batch-size must be at least 1");
   const tune::DiagnosisReading reading = tune::read_diagnosis(doc, r.batch_size);
   if (!reading.job) {
     throw usage_error(fmt::format("--from {}: the diagnosis has no step estimate: {}", r.from, reading.error),
@@ -366,6 +365,7 @@ double extra_cpu_ms(const TuneRequest& r, double transform_ms) {
 }  // namespace
 
 int run_tune(const TuneRequest& request, Context& ctx) {
+  if (request.batch_size < 1) throw usage_error("--batch-size must be at least 1");
   if (!request.from.empty() && request.step_source.empty()) {
     TuneRequest resolved = request;
     apply_diagnosis(resolved);
@@ -378,7 +378,6 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   if (!r.emit.empty() && r.emit != "python") throw usage_error(fmt::format("--emit {} is not known", r.emit), "use python");
   if (r.tolerance < 0 || r.tolerance >= 1) throw usage_error("--tolerance must be in [0, 1)", "e.g. 0.02 for 2%");
   if (r.trial_s <= 0 || r.first_round_s <= 0) throw usage_error("--trial-seconds must be positive");
-  if (r.batch_size < 1) throw usage_error("--batch-size must be at least 1");
   if (r.out != "-") check_output_path(r.out);
   Reporter rep(ctx, r.quiet || r.out == "-");  // stdout carries the config then
   if (r.simulate) return run_simulate(r, ctx, rep);

@@ -181,9 +181,10 @@ struct LoopStep {
 };
 // Waits closer than `merge_ms` are one wait (a batch is received in several
 // calls); at least `min_cycles` gaps are needed. A loop that finds most
-// batches ready has gaps spanning several steps: when p10 < `min_regularity`
-// x median the gaps must be whole multiples of one step (then the one-step
-// gaps give the figures), otherwise no estimate is given.
+// batches ready has gaps spanning several steps: the step is the one whose
+// whole multiples the gaps are (evidence.cpp), else, when the gaps are
+// regular (p10 >= `min_regularity` x median), their median; otherwise no
+// estimate. The figures come from the one-step gaps.
 LoopStep loop_step(const Evidence& e, double merge_ms = 1.0, int min_cycles = 8, double min_regularity = 0.55);
 
 // Latency of a class of path calls (stat-like or open) across all traced

@@ -163,8 +163,9 @@ double stddev_between(const std::vector<double>& v, double lo, double hi) {
 // lowest cluster ([g, 1.3 g]) holding at least 5% of the gaps (and 3)
 // upwards, the first cluster median such that at least 80% of the gaps of
 // half that or more lie within 20% of a step of k steps, those gaps are at
-// least half of all, and at least half of them hold at most 4 steps. Shorter gaps are one wait split in two by the calls
-// that receive a batch (over 1 ms apart on a loaded machine), not steps.
+// least half of all, and at least half of them hold at most 4 steps.
+// Shorter gaps are one wait split in two by the calls that receive a batch
+// (over 1 ms apart on a loaded machine), not steps.
 std::optional<double> base_of_multiples(const std::vector<double>& sorted) {
   const std::size_t need = std::max<std::size_t>(3, sorted.size() / 20);
   for (std::size_t i = 0; i + need <= sorted.size();) {
@@ -250,9 +251,8 @@ LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double mi
     return out;
   }
   const double step = base.value_or(median);
-  // Each gap spans k steps; k - 1 of them found their batch ready. The
-  // figures come from the one-step gaps alone.
-  // Gaps under half a step are split waits, not steps.
+  // Each gap spans k steps, k - 1 of which found their batch ready; gaps
+  // under half a step are split waits. The figures come from one-step gaps.
   std::vector<double> single;
   double steps = 0, waits = 0;
   for (double g : gaps) {
