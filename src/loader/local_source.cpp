@@ -116,16 +116,18 @@ class LocalSource final : public SampleSource {
     // open, fstat twice (Python's buffered open, then readall sizing its
     // buffer), read to EOF. On FUSE or NFS each fstat is a round trip of its
     // own, so the loader pays what the job pays.
-    // Asking for one byte more than the size lets a short read say EOF, so
-    // the usual file costs one read(2), not two.
+    // Python asks for one byte more than the size and reads until read(2)
+    // returns 0: the usual file costs two reads, and on FUSE with no
+    // attribute cache each read past the size refreshes the attributes, a
+    // GETATTR round trip (one more than the job pays would make the
+    // loader ~10% faster per sample than the job on the incident's FUSE).
     out.resize(std::max<std::uint64_t>(current_size(fd.get(), s) + 1, 4096));
     std::size_t used = 0;
     for (;;) {
       if (used == out.size()) out.resize(out.size() * 2);
-      const std::size_t asked = out.size() - used;
-      const std::size_t n = read_some(fd.get(), s, out.data() + used, asked);
+      const std::size_t n = read_some(fd.get(), s, out.data() + used, out.size() - used);
+      if (n == 0) break;  // EOF
       used += n;
-      if (n < asked) break;  // a regular file reads short only at EOF
     }
     out.resize(used);
   }
@@ -136,12 +138,11 @@ class LocalSource final : public SampleSource {
     current_size(fd.get(), s);  // the same round trips as read() and Python
     std::size_t used = 0;
     while (used < out.size()) {
-      const std::size_t asked = out.size() - used;
-      const std::size_t n = read_some(fd.get(), s, out.data() + used, asked);
+      const std::size_t n = read_some(fd.get(), s, out.data() + used, out.size() - used);
+      if (n == 0) return used;  // EOF, seen as Python sees it (see read())
       used += n;
-      if (n < asked) break;
     }
-    return used;
+    return used;  // the slot is full: what follows is not read
   }
 
  private:

@@ -43,6 +43,7 @@ class FakeSource final : public loader::SampleSource {
       std::lock_guard lock(mu_);
       reader_of_[index] = std::this_thread::get_id();
       ++reads_[index];
+      log_.emplace_back(index, std::this_thread::get_id());
     }
     --concurrent_;
     if (bad_.count(index)) throw loader::SampleError(s.key, fmt::format("sample {} is corrupt", s.key));
@@ -60,6 +61,11 @@ class FakeSource final : public loader::SampleSource {
     std::lock_guard lock(mu_);
     return reads_;
   }
+  // Every read in the order it happened: (sample index, reading thread).
+  std::vector<std::pair<std::uint64_t, std::thread::id>> read_log() const {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
 
  private:
   std::size_t count_;
@@ -70,6 +76,7 @@ class FakeSource final : public loader::SampleSource {
   mutable std::mutex mu_;
   std::map<std::uint64_t, std::thread::id> reader_of_;
   std::map<std::uint64_t, int> reads_;
+  std::vector<std::pair<std::uint64_t, std::thread::id>> log_;
 };
 
 // Copies synchronously; every buffer is "page-locked".

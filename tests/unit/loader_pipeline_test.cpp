@@ -104,6 +104,49 @@ TEST(Pipeline, EachWorkerBuildsWholeBatchesRoundRobin) {
   EXPECT_NE(builder[1], builder[2]);
 }
 
+// A step that notes how many samples had been read when it began.
+class ReadCountingStep final : public StepRunner {
+ public:
+  ReadCountingStep(const FakeSource& source, std::chrono::microseconds duration) : source_(source), duration_(duration) {}
+  std::string describe() const override { return "read-counting step"; }
+  void run(const StepInput&) override {
+    reads_at_start.push_back(source_.read_log().size());
+    std::this_thread::sleep_for(duration_);
+  }
+  std::vector<std::size_t> reads_at_start;
+
+ private:
+  const FakeSource& source_;
+  std::chrono::microseconds duration_;
+};
+
+// PyTorch's iterator for an epoch issues only that epoch's batches; the next
+// epoch's are issued when the loop asks past the last one, after its step.
+TEST(Pipeline, TheNextEpochIsIssuedOnlyAfterTheLastStepOfThisOne) {
+  FakeSource source(40);  // 5 batches of 8 an epoch
+  FakeDevice device(true);
+  ReadCountingStep step(source, 5ms);  // workers would run far ahead meanwhile
+  const auto transform = make_copy_transform(16);
+  const auto listed = source.list();
+  LoaderRun r{source, listed, *transform, device, step, config(3, 4, 8), batches(10), {}};
+  run_loader(r);
+  ASSERT_EQ(step.reads_at_start.size(), 10u);
+  // The epoch's last step began with all 40 samples read and none more,
+  // though 12 batches could be in flight.
+  EXPECT_EQ(step.reads_at_start[4], 40u);
+  EXPECT_GT(step.reads_at_start[5], 40u);
+  // Round robin starts again at worker 0: epoch 1's first batch (global 5)
+  // is built by the thread that built batch 0, not by batch 5 % 3's.
+  const auto log = source.read_log();
+  // Epoch 0's 40 reads all come first (asserted above); in order, sample i
+  // is in batch i / 8 of its epoch.
+  std::map<std::uint64_t, std::thread::id> first_reader;  // global batch -> builder
+  for (std::size_t n = 0; n < log.size(); ++n) first_reader.emplace(n / 40 * 5 + log[n].first / 8, log[n].second);
+  EXPECT_EQ(first_reader.at(5), first_reader.at(0));
+  EXPECT_EQ(first_reader.at(6), first_reader.at(1));
+  EXPECT_NE(first_reader.at(5), first_reader.at(2));
+}
+
 TEST(Pipeline, InFlightBatchesNeverExceedPrefetchTimesWorkers) {
   Harness h(4096, 100us, 2ms);  // a slow step lets workers run ahead as far as allowed
   const auto f = h.run(config(3, 2, 4), batches(40));

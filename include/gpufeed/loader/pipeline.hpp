@@ -1,13 +1,17 @@
 #pragma once
 // The built-in prefetching loader, with PyTorch DataLoader semantics where
 // they matter to throughput (docs/loader.md):
-//  - W workers; worker w builds whole batches w, w+W, w+2W, ... loading a
-//    batch's samples one after another (or io_depth at a time);
+//  - W workers; worker w builds whole batches w, w+W, w+2W, ... of each
+//    epoch, loading a batch's samples one after another (or io_depth at a
+//    time);
 //  - batches are delivered to the step in order;
 //  - at most prefetch_factor x W batches are in flight (issued and not yet
 //    handed to the step); a new batch is issued when one is consumed;
 //  - workers persist across epochs; the sampler walks the dataset in order or
-//    in a seeded shuffle per epoch; drop_last keeps batches full.
+//    in a seeded shuffle per epoch; drop_last keeps batches full;
+//  - an epoch's iterator issues only its own batches: the next epoch's first
+//    prefetch_factor x W are issued when the step of the epoch's last batch
+//    is done (PyTorch's _reset), so the pipeline drains at each epoch's end.
 // Workers write samples straight into page-locked batch buffers; a transfer
 // thread copies ready batches to device slots on the backend's transfer
 // stream, so the copy of batch k+1 overlaps step k; the step waits only for
