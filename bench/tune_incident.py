@@ -156,10 +156,15 @@ def scenario(name, data, decode, a):
         measured = statistics.median(pooled)
         model = cfg["prediction"]["model_samples_per_s"]
         trial = cfg["prediction"]["samples_per_s"]  # tune's own full trial of the chosen config
+        # The raw model against every trial tune ran (its ranking's error).
+        per_trial = [abs(t["model_samples_per_s"] / t["samples_per_s"] - 1) for t in cfg["search"]["trials"]
+                     if t["ok"] and t["samples_per_s"] > 0 and t.get("model_samples_per_s", 0) > 0]
+        raw_trial_err = statistics.median(per_trial) if per_trial else float("nan")
         results[label] = dict(w=w, p=p, measured=measured, ratio=measured / best, wall=wall, tune_only=tune_only,
                               diag=t_diag, model=model,
                               model_err=(model / measured - 1) if measured else float("inf"),
-                              trial=trial, trial_err=(model / trial - 1) if trial else float("inf"))
+                              trial=trial, trial_err=(model / trial - 1) if trial else float("inf"),
+                              raw_trial_err=raw_trial_err, calibration=cfg["prediction"].get("calibration"))
         r = results[label]
         also = f" + the grid's re-runs {['%.1f' % x for x in top_runs[(w, p)]]}" if (w, p) in top_runs else ""
         print(f"  {label}: chose {w} workers, prefetch {p}; job runs {['%.1f' % x for x in runs]}{also} -> "
@@ -169,7 +174,8 @@ def scenario(name, data, decode, a):
               f" = {wall / grid_wall:.3f} of the grid's "
               f"(<= 0.25: {'yes' if wall / grid_wall <= 0.25 else 'NO'}); model {model:.1f} -> error "
               f"{r['model_err'] * 100:+.1f}% (within 10%: {'yes' if abs(r['model_err']) <= 0.10 else 'NO'}); "
-              f"against tune's own trial {trial:.1f}: {r['trial_err'] * 100:+.1f}%",
+              f"against tune's own trial {trial:.1f}: {r['trial_err'] * 100:+.1f}%; the raw model's median error "
+              f"over tune's {len(per_trial)} trials {raw_trial_err * 100:.1f}%; calibration {r['calibration']}",
               flush=True)
     return dict(best=best, best_cfg=best_cfg, grid_wall=grid_wall, results=results)
 
@@ -225,7 +231,8 @@ def main():
         for name, s in out.items():
             for label, r in s["results"].items():
                 print(f"  {name:5} {label:13} {r['ratio']:.3f} of grid best | wall {r['wall'] / s['grid_wall']:.3f} of grid "
-                      f"| model error {r['model_err'] * 100:+.1f}% on the job, {r['trial_err'] * 100:+.1f}% on tune's trial")
+                      f"| model error {r['model_err'] * 100:+.1f}% on the job, {r['trial_err'] * 100:+.1f}% on tune's trial "
+                      f"| raw model on all trials: median {r['raw_trial_err'] * 100:.1f}%")
     finally:
         if mount:
             subprocess.run(["fusermount3", "-u", os.path.join(tmp, "mnt")], capture_output=True)

@@ -76,6 +76,11 @@ Measured measure_for_tune(const MeasureRequest& r) {
   for (const auto& level : m.storage.levels) {
     if (!level.read_ms.empty()) m.workload.storage.levels.push_back({level.concurrency, tune::Distribution(level.read_ms)});
   }
+  if (const int pooled = tune::pool_where_faster_under_load(m.workload.storage); pooled > 0 && r.progress) {
+    r.progress(fmt::format("storage: {} level{} answered faster than a lower one (noise of a short measurement): pooled "
+                           "with {} neighbour{}, so the model's latency rises with load",
+                           pooled, pooled == 1 ? "" : "s", pooled == 1 ? "its" : "their", pooled == 1 ? "" : "s"));
+  }
 
   m.workload.cpu_ms = measure_cpu(r);
   m.cpu_mean_ms = m.workload.cpu_ms.mean();
@@ -99,6 +104,7 @@ Measured measure_for_tune(const MeasureRequest& r) {
 
   m.memcpy_gb_per_s = measure_memcpy_gbps();
   m.workload.batch_size = r.batch_size;
+  m.workload.batches_per_epoch = r.samples->size() / static_cast<std::size_t>(std::max(1, r.batch_size));  // drop_last
   m.workload.batch_bytes = static_cast<double>(r.transform->output_bytes()) * r.batch_size;
   m.workload.pin_gb_per_s = m.memcpy_gb_per_s;
   return m;

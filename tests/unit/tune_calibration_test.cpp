@@ -44,14 +44,14 @@ TEST(Calibration, RecoversBothFactorsFromSupplyAndDemandLimitedTrials) {
   o.steps = 150;
   const auto c = calibrate(incident_like(), {1, 64}, trials_of_slower_target(tried), chosen, o);
   EXPECT_EQ(c.trials_used, 4) << "the chosen config's own trial is left out";
-  EXPECT_TRUE(c.full_trials);
+  EXPECT_EQ(c.full_used, 4);
   EXPECT_NEAR(c.sample_factor, 2.0, 0.25);
   EXPECT_NEAR(c.step_factor, 1.25, 0.051);
   // 8 workers at 20 ms a sample give 400/s; the 25 ms step wants 320/s.
   EXPECT_NEAR(c.samples_per_s, 320, 320 * 0.05);
   // The raw model would have said 400 (step-bound at 20 ms): off by 25%.
   EXPECT_NEAR(simulate(incident_like(), {1, 64}, chosen, o).samples_per_s, 400, 400 * 0.03);
-  EXPECT_NE(c.describe().find("fitted to 4 full trials"), std::string::npos) << c.describe();
+  EXPECT_NE(c.describe().find("fitted to 4 other configs' trials (4 full, 0 short-round)"), std::string::npos) << c.describe();
 }
 
 TEST(Calibration, WithoutOtherTrialsTheRawModelStands) {
@@ -63,14 +63,23 @@ TEST(Calibration, WithoutOtherTrialsTheRawModelStands) {
   EXPECT_NEAR(c.samples_per_s, 400, 400 * 0.03);  // 4 workers x 100/s
 }
 
-TEST(Calibration, ShortRoundTrialsServeWhenThereAreNoFullOnes) {
+TEST(Calibration, ShortRoundTrialsCountWhereAConfigHadNoFullOne) {
   std::vector<Trial> trials = {trial(2, 2, 100, 1), trial(4, 2, 200, 1), trial(4, 2, 50, 2) /* the chosen */};
   trials.back().candidate = {6, 2, true};
   const auto c = calibrate(incident_like(), {1, 64}, trials, {6, 2, true});
-  EXPECT_FALSE(c.full_trials);
+  EXPECT_EQ(c.full_used, 0);
   EXPECT_EQ(c.trials_used, 2);
   EXPECT_NEAR(c.sample_factor, 2.0, 0.25);  // 2 workers gave 100/s, not 200/s
   EXPECT_DOUBLE_EQ(c.step_factor, 1) << "two trials: per sample only";
+}
+
+TEST(Calibration, AConfigWithBothRoundsCountsOnceByItsFullTrial) {
+  // 2 workers: a short round said 300/s (noise), the full trial 100/s.
+  const std::vector<Trial> trials = {trial(2, 2, 300, 1), trial(2, 2, 100, 2), trial(4, 2, 200, 1)};
+  const auto c = calibrate(incident_like(), {1, 64}, trials, {6, 2, true});
+  EXPECT_EQ(c.trials_used, 2);
+  EXPECT_EQ(c.full_used, 1);
+  EXPECT_NEAR(c.sample_factor, 2.0, 0.25);
 }
 
 TEST(Calibration, FailedTrialsAreIgnored) {

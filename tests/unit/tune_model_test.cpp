@@ -32,6 +32,30 @@ TEST(StorageModel, PicksTheLevelAtOrAboveTheConcurrency) {
   EXPECT_EQ(s.at(100).mean(), 5);
 }
 
+TEST(StorageModel, LevelsThatAnswerFasterUnderMoreLoadArePooled) {
+  StorageModel s;  // 1: 40 ms; 2: 60; 4: 50 (below 2: noise); 8: 70
+  s.levels = {{1, Distribution({40, 40})}, {2, Distribution({60, 60})}, {4, Distribution({50, 50})},
+              {8, Distribution({70, 70})}};
+  EXPECT_EQ(pool_where_faster_under_load(s), 1);
+  EXPECT_EQ(s.at(1).mean(), 40);
+  EXPECT_EQ(s.at(2).mean(), 55);  // 60 and 50 pooled, both samples of each
+  EXPECT_EQ(s.at(4).mean(), 55);
+  EXPECT_EQ(s.at(4).values().size(), 4U);
+  EXPECT_EQ(s.at(8).mean(), 70);
+
+  // A fall that undercuts two levels pools all three, weighted by count.
+  StorageModel chain;
+  chain.levels = {{1, Distribution({50})}, {2, Distribution({60})}, {4, Distribution({20, 20})}};
+  EXPECT_EQ(pool_where_faster_under_load(chain), 2);
+  EXPECT_EQ(chain.at(1).mean(), 37.5);
+  EXPECT_EQ(chain.at(4).mean(), 37.5);
+
+  StorageModel rising;  // already rising: untouched
+  rising.levels = {{1, Distribution({10})}, {2, Distribution({10})}, {4, Distribution({30})}};
+  EXPECT_EQ(pool_where_faster_under_load(rising), 0);
+  EXPECT_EQ(rising.at(4).mean(), 30);
+}
+
 // Constant latency t, no CPU, a free step: W workers deliver W / t exactly.
 TEST(Simulate, ConstantLatencyIsLittlesLawExactly) {
   for (int workers : {1, 3, 8}) {
@@ -70,6 +94,25 @@ TEST(Simulate, TheLoopsCpuPerBatchSharesTheCores) {
   w.loop_cpu_ms = Distribution::constant(8.0);
   const auto with = simulate(w, {1, 2}, {4, 2, true}, o);
   EXPECT_NEAR(with.samples_per_s, 2 / 0.024 * 8, 667 * 0.03);
+}
+
+// PyTorch's iterator issues only its epoch's batches. 10 ms a sample, batch
+// 4, 4 workers (400/s of supply) and a 20 ms step (200/s): endless, the step
+// is the limit; with 10 batches an epoch, each epoch's first batch is built
+// only after the last step (40 ms): 10 steps in 240 ms, 166.7/s exactly.
+TEST(Simulate, ThePipelineDrainsAtEachEpochsEnd) {
+  Workload w = fetch_bound(10, 4);
+  w.step_ms = Distribution::constant(20);
+  SimOptions o;
+  o.steps = 150;
+  EXPECT_NEAR(simulate(w, {1, 1}, {4, 2, true}, o).samples_per_s, 200, 1e-6);
+  w.batches_per_epoch = 10;
+  const auto drained = simulate(w, {1, 1}, {4, 2, true}, o);
+  EXPECT_NEAR(drained.samples_per_s, 40 / 0.240, 1e-6);
+  EXPECT_NEAR(drained.starvation, 0.040 / 0.240, 1e-6);
+  // A window that is no whole number of epochs is rounded up to one.
+  o.steps = 145;
+  EXPECT_NEAR(simulate(w, {1, 1}, {4, 2, true}, o).samples_per_s, 40 / 0.240, 1e-6);
 }
 
 TEST(Simulate, RanksShareTheNodesCores) {

@@ -18,10 +18,10 @@ namespace gpufeed::tune {
 struct Calibration {
   double sample_factor = 1;   // x fetch latency and CPU per sample
   double step_factor = 1;     // x step time (>= 1: a loop only adds to its step)
-  int trials_used = 0;        // other configs' trials the factors were fitted to
-  bool full_trials = false;   // fitted to full trials (else to short-round ones)
+  int trials_used = 0;        // other configs the factors were fitted to (one trial each)
+  int full_used = 0;          // of them, configs with a full trial (the rest: short-round ones)
   double samples_per_s = 0;   // the chosen config, simulated with the factors
-  std::string describe() const;  // "x1.85 per sample, x1.20 step, fitted to 4 full trials"
+  std::string describe() const;  // "x1.85 per sample, x1.20 step, fitted to 4 other configs' trials (1 full, 3 short-round)"
 };
 
 // The workload with both factors applied.
@@ -31,7 +31,7 @@ Workload calibrated(const Workload& w, double sample_factor, double step_factor)
 // 0.25-4x, step 1-1.6x; a small pull towards 1x breaks ties). With fewer than
 // three trials only the per-sample factor is fitted: one or two configs
 // cannot tell a slower step from slower samples. Without other successful trials: factors 1 and
-// the raw simulation.
+// the raw simulation. tune calibrates only a `--exec` target's model.
 Calibration calibrate(const Workload& w, const NodeShape& node, const std::vector<Trial>& trials,
                       const Candidate& chosen, const SimOptions& options = {});
 

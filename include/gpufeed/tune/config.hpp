@@ -44,6 +44,9 @@ struct PredictionBand {
   double starvation = 0;
   double model_samples_per_s = 0; // the model's figure, scaled by how it fared on the other configs' trials
   double model_raw_samples_per_s = 0;  // the simulation's own figure
+  // How the calibration fitted the model (calibration.hpp); 0 trials: raw.
+  double sample_factor = 1, step_factor = 1;
+  int calibration_trials = 0;
 };
 
 struct MachineFingerprint {

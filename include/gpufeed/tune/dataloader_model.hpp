@@ -43,6 +43,14 @@ struct StorageModel {
   const Distribution& at(int concurrency) const;
 };
 
+// A store does not answer faster under more load: a level whose mean is
+// below a lower level's is the noise of a short measurement (1 s gives a
+// few dozen samples at concurrency 1). Such neighbours are pooled
+// (pool-adjacent-violators on the means, weighted by their sample counts),
+// so the means rise with concurrency and each pooled level has more samples.
+// Returns how many levels were pooled into a neighbour (0: unchanged).
+int pool_where_faster_under_load(StorageModel& storage);
+
 struct Workload {
   StorageModel storage;
   Distribution cpu_ms;        // per-sample CPU work on one core (decode, transform)
@@ -55,6 +63,10 @@ struct Workload {
   // start (receiving and unpickling the batch, Python): it shares the cores
   // with the workers, so more workers can slow the loop. Empty: none.
   Distribution loop_cpu_ms;
+  // Batches in an epoch (samples / batch, drop_last): PyTorch's iterator
+  // issues only its epoch's batches, so the pipeline drains at each epoch's
+  // end and refills after its last step. 0: endless (no epochs).
+  std::uint64_t batches_per_epoch = 0;
 };
 
 struct NodeShape {

@@ -53,6 +53,7 @@ struct Trial {
   int round = 1;             // 1: the short first round; 2: the full trial
   std::string note;          // why it failed or stopped, when it did
   bool ok = true;
+  double model_samples_per_s = 0;  // the raw model's figure for this config (0: none); set by tune for the record
 };
 
 class TrialRunner {

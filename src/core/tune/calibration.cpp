@@ -20,8 +20,9 @@ Distribution scaled(const Distribution& d, double k) {
 
 std::string Calibration::describe() const {
   if (trials_used == 0) return "no other config's trial to fit to: the raw model";
-  return fmt::format("x{:.2f} per sample, x{:.2f} step, fitted to {} {} trial{} of other configs", sample_factor,
-                     step_factor, trials_used, full_trials ? "full" : "short-round", trials_used == 1 ? "" : "s");
+  return fmt::format("x{:.2f} per sample, x{:.2f} step, fitted to {} other config{}' trials ({} full, {} short-round)",
+                     sample_factor, step_factor, trials_used, trials_used == 1 ? "" : "s", full_used,
+                     trials_used - full_used);
 }
 
 Workload calibrated(const Workload& w, double sample_factor, double step_factor) {
@@ -34,20 +35,21 @@ Workload calibrated(const Workload& w, double sample_factor, double step_factor)
 
 Calibration calibrate(const Workload& w, const NodeShape& node, const std::vector<Trial>& trials,
                       const Candidate& chosen, const SimOptions& options) {
-  // The other configs' measurements: full trials if any, else the short round;
-  // one figure per config (its last trial of that kind).
+  // The other configs' measurements, one figure per config: its full trial
+  // when it had one, else its short-round one. Both kinds count: round 2
+  // gives full trials to two or three configs, too few to tell a slower
+  // step from slower samples, and a short round (past the job's start-up,
+  // which an exec trial's steady-state figure leaves out) is no slower
+  // than a full one, only noisier.
   Calibration out;
-  std::map<std::tuple<int, int, bool>, double> measured;
-  for (const bool full : {true, false}) {
-    for (const auto& t : trials) {
-      if (!t.ok || t.samples_per_s <= 0 || t.candidate == chosen || (t.round == 2) != full) continue;
-      measured[{t.candidate.workers, t.candidate.prefetch_factor, t.candidate.pin_memory}] = t.samples_per_s;
-    }
-    if (!measured.empty()) {
-      out.full_trials = full;
-      break;
-    }
+  std::map<std::tuple<int, int, bool>, std::pair<int, double>> measured;  // -> (round, samples/s)
+  for (const auto& t : trials) {
+    if (!t.ok || t.samples_per_s <= 0 || t.candidate == chosen) continue;
+    const auto key = std::make_tuple(t.candidate.workers, t.candidate.prefetch_factor, t.candidate.pin_memory);
+    auto [it, inserted] = measured.emplace(key, std::make_pair(t.round, t.samples_per_s));
+    if (!inserted && t.round >= it->second.first) it->second = {t.round, t.samples_per_s};
   }
+  for (const auto& [key, figure] : measured) out.full_used += figure.first == 2 ? 1 : 0;
   out.trials_used = static_cast<int>(measured.size());
   double best_sample = 1, best_step = 1;
   if (!measured.empty()) {
@@ -61,7 +63,8 @@ Calibration calibrate(const Workload& w, const NodeShape& node, const std::vecto
         const double s = 1.0 + 0.05 * j;
         const Workload cw = calibrated(w, k, s);
         double cost = 0.01 * (std::log(k) * std::log(k) + std::log(s) * std::log(s));
-        for (const auto& [key, value] : measured) {
+        for (const auto& [key, figure] : measured) {
+          const double value = figure.second;
           const Candidate c{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
           const double predicted = simulate(cw, node, c, options).samples_per_s;
           const double e = predicted > 0 ? std::log(predicted / value) : 10.0;

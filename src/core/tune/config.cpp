@@ -13,7 +13,7 @@ Json trial_json(const Trial& t) {
           {"pin_memory", t.candidate.pin_memory}, {"samples_per_s", t.samples_per_s},
           {"starvation", t.starvation},           {"seconds", t.seconds},
           {"round", t.round},                     {"ok", t.ok},
-          {"note", t.note}};
+          {"note", t.note},                       {"model_samples_per_s", t.model_samples_per_s}};
 }
 
 template <typename T>
@@ -74,7 +74,11 @@ Json to_json(const TunedConfig& c) {
         {"node_samples_per_s", c.prediction.node_samples_per_s},
         {"starvation", c.prediction.starvation},
         {"model_samples_per_s", c.prediction.model_samples_per_s},
-        {"model_raw_samples_per_s", c.prediction.model_raw_samples_per_s}}},
+        {"model_raw_samples_per_s", c.prediction.model_raw_samples_per_s},
+        {"calibration",
+         {{"sample_factor", c.prediction.sample_factor},
+          {"step_factor", c.prediction.step_factor},
+          {"trials", c.prediction.calibration_trials}}}}},
       {"search",
        {{"mode", c.search},
         {"wall_s", c.search_wall_s},
@@ -164,6 +168,10 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.prediction.starvation = get_or<double>(p, "starvation", 0);
   c.prediction.model_samples_per_s = get_or<double>(p, "model_samples_per_s", 0);
   c.prediction.model_raw_samples_per_s = get_or<double>(p, "model_raw_samples_per_s", 0);
+  const Json cal = p.value("calibration", Json::object());
+  c.prediction.sample_factor = get_or<double>(cal, "sample_factor", 1);
+  c.prediction.step_factor = get_or<double>(cal, "step_factor", 1);
+  c.prediction.calibration_trials = get_or<int>(cal, "trials", 0);
   const Json search = doc.value("search", Json::object());
   c.search = get_or<std::string>(search, "mode", "model");
   c.search_wall_s = get_or<double>(search, "wall_s", 0);
@@ -180,6 +188,7 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
     trial.round = get_or<int>(t, "round", 1);
     trial.ok = get_or<bool>(t, "ok", true);
     trial.note = get_or<std::string>(t, "note", "");
+    trial.model_samples_per_s = get_or<double>(t, "model_samples_per_s", 0);
     c.trials.push_back(trial);
   }
   c.pinned_bytes_per_rank = get_or<std::uint64_t>(doc.value("memory", Json::object()), "pinned_bytes_per_rank", 0);

@@ -48,6 +48,36 @@ const Distribution& StorageModel::at(int concurrency) const {
   return levels.back().latency;
 }
 
+int pool_where_faster_under_load(StorageModel& storage) {
+  struct Block {
+    std::size_t first, last;  // levels [first, last]
+    std::vector<double> values;
+    double mean() const {
+      return values.empty() ? 0 : std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+    }
+  };
+  std::vector<Block> blocks;
+  for (std::size_t i = 0; i < storage.levels.size(); ++i) {
+    blocks.push_back({i, i, storage.levels[i].latency.values()});
+    // Merge backwards while the newest block is faster than the one before.
+    while (blocks.size() > 1 && blocks.back().mean() < blocks[blocks.size() - 2].mean()) {
+      Block top = std::move(blocks.back());
+      blocks.pop_back();
+      Block& below = blocks.back();
+      below.values.insert(below.values.end(), top.values.begin(), top.values.end());
+      below.last = top.last;
+    }
+  }
+  int pooled = 0;
+  for (const auto& b : blocks) {
+    if (b.first == b.last) continue;
+    pooled += static_cast<int>(b.last - b.first);
+    const Distribution merged(b.values);
+    for (std::size_t i = b.first; i <= b.last; ++i) storage.levels[i].latency = merged;
+  }
+  return pooled;
+}
+
 std::string describe(const Candidate& c) {
   return fmt::format("{} workers, prefetch {}, {}", c.workers, c.prefetch_factor, c.pin_memory ? "pinned" : "not pinned");
 }
@@ -92,6 +122,7 @@ struct Worker {
 
 struct Rank {
   std::uint64_t next_issue = 0;
+  std::uint64_t issue_limit = UINT64_MAX;  // the end of the loop's epoch
   int in_flight = 0;
   std::set<std::uint64_t> built;   // by workers, not yet pinned
   std::set<std::uint64_t> ready;   // pinned (or built, without pin_memory)
@@ -112,16 +143,30 @@ class Simulation {
   Simulation(const Workload& w, const NodeShape& node, const Candidate& c, const SimOptions& o)
       : w_(w), node_(node), c_(c), o_(o), rng_(o.seed),
         warmup_(o.warmup_steps >= 0 ? o.warmup_steps : c.workers * c.prefetch_factor),
+        per_epoch_(w.batches_per_epoch), steps_(measured_steps(o.steps, w.batches_per_epoch)),
         ranks_(static_cast<std::size_t>(node.ranks)),
         workers_(static_cast<std::size_t>(node.ranks * c.workers)) {
     for (std::size_t g = 0; g < workers_.size(); ++g) workers_[g].rank = static_cast<int>(g) / c.workers;
+    if (per_epoch_ > 0) {
+      for (auto& r : ranks_) r.issue_limit = per_epoch_;
+    }
+  }
+
+  // The window holds whole epochs, so each epoch's drain counts once per
+  // epoch; beyond kWholeEpochs batches an epoch's drain (about one batch's
+  // build time) is under a percent of it and the window stays as asked.
+  static int measured_steps(int asked, std::uint64_t per_epoch) {
+    constexpr std::uint64_t kWholeEpochs = 1000;
+    if (per_epoch == 0 || per_epoch > kWholeEpochs) return asked;
+    const auto epochs = (static_cast<std::uint64_t>(asked) + per_epoch - 1) / per_epoch;
+    return static_cast<int>(epochs * per_epoch);
   }
 
   Prediction run() {
     for (int r = 0; r < node_.ranks; ++r) {
       for (int i = 0; i < c_.workers * c_.prefetch_factor; ++i) issue(r);
     }
-    const int target = warmup_ + o_.steps;
+    const int target = warmup_ + steps_;
     while (!std::all_of(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return r.steps_done >= target; })) {
       if (!advance()) break;  // nothing left to happen: cannot progress
     }
@@ -163,10 +208,14 @@ class Simulation {
   }
 
   // --- issuing: round-robin, at most prefetch x workers in flight -----------------
+  // Only batches of the loop's epoch, round robin from worker 0 in each
+  // epoch (PyTorch's iterator: _try_put_index, _reset).
   void issue(int r) {
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    if (rank.next_issue >= rank.issue_limit) return;
     const std::uint64_t batch = rank.next_issue++;
-    const int g = r * c_.workers + static_cast<int>(batch % static_cast<std::uint64_t>(c_.workers));
+    const std::uint64_t in_epoch = per_epoch_ ? batch % per_epoch_ : batch;
+    const int g = r * c_.workers + static_cast<int>(in_epoch % static_cast<std::uint64_t>(c_.workers));
     workers_[static_cast<std::size_t>(g)].queue.push_back(batch);
     ++rank.in_flight;
     start_next_batch(g);
@@ -239,7 +288,7 @@ class Simulation {
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
     if (rank.step_busy || !rank.ready.count(rank.next_step)) return;
     rank.ready.erase(rank.next_step);
-    const bool measured = rank.steps_done >= warmup_ && rank.steps_done < warmup_ + o_.steps;
+    const bool measured = rank.steps_done >= warmup_ && rank.steps_done < warmup_ + steps_;
     if (measured) {
       if (rank.window_start < 0) rank.window_start = rank.asked_at;
       rank.waited += now_ - rank.asked_at;
@@ -266,9 +315,14 @@ class Simulation {
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
     rank.step_busy = false;
     ++rank.steps_done;
-    if (rank.steps_done == warmup_ + o_.steps) rank.window_end = now_;
+    if (per_epoch_ > 0 && static_cast<std::uint64_t>(rank.steps_done) == rank.issue_limit) {
+      // The epoch's last step is done: the next iterator primes its batches.
+      rank.issue_limit += per_epoch_;
+      for (int i = 0; i < c_.workers * c_.prefetch_factor; ++i) issue(r);
+    }
+    if (rank.steps_done == warmup_ + steps_) rank.window_end = now_;
     rank.asked_at = now_;
-    if (rank.steps_done >= warmup_ && rank.steps_done < warmup_ + o_.steps) {
+    if (rank.steps_done >= warmup_ && rank.steps_done < warmup_ + steps_) {
       rank.ready_sum += static_cast<double>(rank.ready.size() + rank.built.size());
       ++rank.ready_samples;
     }
@@ -283,7 +337,7 @@ class Simulation {
     double rate_sum = 0, starvation_sum = 0, ready_sum = 0;
     for (const auto& rank : ranks_) {
       const double window = rank.window_end - rank.window_start;
-      const double samples = static_cast<double>(o_.steps) * w_.batch_size;
+      const double samples = static_cast<double>(steps_) * w_.batch_size;
       rate_sum += window > 0 ? samples / window * 1e3 : p.bound_samples_per_s;
       starvation_sum += window > 0 ? rank.waited / window : 0;
       ready_sum += rank.ready_samples ? rank.ready_sum / rank.ready_samples : 0;
@@ -302,6 +356,8 @@ class Simulation {
   const SimOptions& o_;
   std::mt19937_64 rng_;
   const int warmup_;
+  const std::uint64_t per_epoch_;  // 0: no epochs
+  const int steps_;                // measured steps per rank
   std::vector<Rank> ranks_;
   std::vector<Worker> workers_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
