@@ -50,6 +50,25 @@ TEST(DiagnoseRules, StarvedOnFuseNamesTheMountAndTheFix) {
   EXPECT_NE(find(fs, "storage.small-files-remote"), nullptr);
 }
 
+// ImageNet-like class directories: the latencies are the mount's, so one
+// finding for the mount, naming the others, not one per directory.
+TEST(DiagnoseRules, ClassDirectoriesOnOneMountGiveOneSlowMetadataFinding) {
+  Evidence e = starved_on_fuse();
+  for (std::size_t i = 0; i < e.slow_calls.size(); ++i) {
+    auto& path = e.slow_calls[i].path;
+    const auto at = path.find("class_01");
+    if (at != std::string::npos) path.replace(at, 8, "class_0" + std::to_string(1 + i % 3));
+  }
+  const auto fs = evaluate_rules(e);
+  EXPECT_EQ(std::count_if(fs.begin(), fs.end(), [](const Finding& f) { return f.id == "storage.slow-metadata"; }), 1);
+  const Finding* meta = find(fs, "storage.slow-metadata");
+  ASSERT_NE(meta, nullptr);
+  const bool names_the_others = std::any_of(meta->evidence.begin(), meta->evidence.end(), [](const std::string& line) {
+    return line.find("and 2 other directories") != std::string::npos;
+  });
+  EXPECT_TRUE(names_the_others) << meta->evidence.at(2);
+}
+
 TEST(DiagnoseRules, TheTopCauseIsACauseNotTheSymptom) {
   auto report = make_diagnosis({{100, 0, "python train.py"}}, starved_on_fuse());
   const Finding* cause = top_cause(report);

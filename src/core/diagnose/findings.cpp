@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -59,7 +61,23 @@ void loop_starved(Context& c) {
 
 void slow_metadata(Context& c) {
   const double worker_wall = std::max(c.f.worker_wall_s, 1e-9);
+  // One finding per mount: its latencies are the mount's, and a dataset in
+  // class directories (ImageNet's 1 000) would repeat it per directory. The
+  // evidence names the directory with the most slow time (groups come most
+  // time first) and how many others there were.
+  std::map<std::string, std::pair<SlowGroup, int>> by_mount;  // -> (top group, directories)
+  std::vector<std::string> order;
   for (const auto& g : slow_groups(c.e)) {
+    auto [it, inserted] = by_mount.emplace(g.mount_point, std::make_pair(g, 0));
+    if (inserted) order.push_back(g.mount_point);
+    ++it->second.second;
+    if (!inserted) {
+      it->second.first.stat_calls += g.stat_calls;
+      it->second.first.open_calls += g.open_calls;
+    }
+  }
+  for (const auto& mount : order) {
+    const auto& [g, directories] = by_mount.at(mount);
     const std::uint64_t path_calls = g.stat_calls + g.open_calls;
     if (path_calls < c.t.min_slow_calls || g.mount_point == "?") continue;
     PathLatency stat = path_latency(c.e, true, g.mount_point);
@@ -76,8 +94,11 @@ void slow_metadata(Context& c) {
                                      c.e.slow_threshold_ms, ms(stat.p50_ms), ms(stat.p99_ms)));
     x.evidence.push_back(fmt::format("{} open calls over {:.0f} ms: p50 {}, p99 {}", open.calls,
                                      c.e.slow_threshold_ms, ms(open.p50_ms), ms(open.p99_ms)));
-    x.evidence.push_back(fmt::format("mount {} type {} ({} storage), under {}", g.mount_point, g.fs_type,
-                                     storage_class_name(storage_class(g.fs_type)), g.prefix));
+    x.evidence.push_back(fmt::format("mount {} type {} ({} storage), under {}{}", g.mount_point, g.fs_type,
+                                     storage_class_name(storage_class(g.fs_type)), g.prefix,
+                                     directories > 1 ? fmt::format(" and {} other director{}", directories - 1,
+                                                                   directories == 2 ? "y" : "ies")
+                                                     : ""));
     if (c.f.worker_wall_s > 0) {
       x.evidence.push_back(fmt::format("workers spend {} of their time in these calls (local disks: tens of us)",
                                        pct(std::min(share, 1.0))));
