@@ -147,6 +147,34 @@ TEST(Pipeline, TheNextEpochIsIssuedOnlyAfterTheLastStepOfThisOne) {
   EXPECT_NE(first_reader.at(5), first_reader.at(2));
 }
 
+// Epochs of 5 steps; each epoch's first batch waits a 200 ms refill, the
+// others 10 ms. A window counts the refills it saw at their mean, times the
+// epochs it spans.
+TEST(EpochFairWindow, CountsEachEpochsRefillInProportionToTheStepsSeen) {
+  auto waits = [](std::uint64_t first, std::size_t n) {
+    std::vector<double> w;
+    for (std::uint64_t k = first; k < first + n; ++k) w.push_back(k % 5 == 0 ? 0.2 : 0.01);
+    return w;
+  };
+  // Steps 3-12 see two refills in two epochs' worth of steps: as measured.
+  auto f = epoch_fair_window(waits(3, 10), 3, 2.0, 0.48, 5);
+  EXPECT_EQ(f.refills_seen, 2);
+  EXPECT_DOUBLE_EQ(f.seconds, 2.0);
+  EXPECT_DOUBLE_EQ(f.waited_s, 0.48);
+  // Steps 3-9 see one refill in 7/5 of an epoch: 0.08 s more.
+  f = epoch_fair_window(waits(3, 7), 3, 1.0, 0.26, 5);
+  EXPECT_NEAR(f.seconds, 1.08, 1e-12);
+  EXPECT_NEAR(f.waited_s, 0.34, 1e-12);
+  // Steps 5-7 see one refill in 3/5 of an epoch: 0.08 s less.
+  f = epoch_fair_window(waits(5, 3), 5, 0.5, 0.22, 5);
+  EXPECT_NEAR(f.seconds, 0.42, 1e-12);
+  // No refill seen, no epochs, or only step 0 (the start-up): as measured.
+  EXPECT_EQ(epoch_fair_window(waits(6, 4), 6, 0.5, 0.04, 5).refills_seen, 0);
+  EXPECT_DOUBLE_EQ(epoch_fair_window(waits(6, 4), 6, 0.5, 0.04, 5).seconds, 0.5);
+  EXPECT_DOUBLE_EQ(epoch_fair_window(waits(3, 10), 3, 2.0, 0.48, 0).seconds, 2.0);
+  EXPECT_EQ(epoch_fair_window(waits(0, 4), 0, 0.5, 0.23, 5).refills_seen, 0);
+}
+
 TEST(Pipeline, InFlightBatchesNeverExceedPrefetchTimesWorkers) {
   Harness h(4096, 100us, 2ms);  // a slow step lets workers run ahead as far as allowed
   const auto f = h.run(config(3, 2, 4), batches(40));

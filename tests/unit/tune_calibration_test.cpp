@@ -45,6 +45,7 @@ TEST(Calibration, RecoversBothFactorsFromSupplyAndDemandLimitedTrials) {
   const auto c = calibrate(incident_like(), {1, 64}, trials_of_slower_target(tried), chosen, o);
   EXPECT_EQ(c.trials_used, 4) << "the chosen config's own trial is left out";
   EXPECT_EQ(c.full_used, 4);
+  EXPECT_TRUE(c.step_fitted) << "12 and 16 workers are step-limited";
   EXPECT_NEAR(c.sample_factor, 2.0, 0.25);
   EXPECT_NEAR(c.step_factor, 1.25, 0.051);
   // 8 workers at 20 ms a sample give 400/s; the 25 ms step wants 320/s.
@@ -80,6 +81,18 @@ TEST(Calibration, AConfigWithBothRoundsCountsOnceByItsFullTrial) {
   EXPECT_EQ(c.trials_used, 2);
   EXPECT_EQ(c.full_used, 1);
   EXPECT_NEAR(c.sample_factor, 2.0, 0.25);
+}
+
+// 1-3 workers at 10 ms a sample (100/s each) all starve the 20 ms step
+// (400/s): they say nothing about the step, so it is not fitted, however
+// they scatter.
+TEST(Calibration, NoStepFactorWithoutATrialTheStepLimits) {
+  const std::vector<Trial> trials = {trial(1, 2, 80), trial(2, 2, 150), trial(3, 2, 250)};
+  const auto c = calibrate(incident_like(), {1, 64}, trials, {8, 2, true});
+  EXPECT_EQ(c.trials_used, 3);
+  EXPECT_FALSE(c.step_fitted);
+  EXPECT_DOUBLE_EQ(c.step_factor, 1);
+  EXPECT_GT(c.sample_factor, 1.1);  // ~25% slower per sample
 }
 
 TEST(Calibration, FailedTrialsAreIgnored) {

@@ -95,6 +95,8 @@ struct LoaderFigures {
   double window_s = 0;
   std::uint64_t batches = 0;
   std::uint64_t samples = 0;
+  // Both with the window's epoch refills made fair (epoch_fair_window): on
+  // a dataset of few batches, samples / window_s can differ.
   double samples_per_s = 0;
   double starvation = 0;       // time the step waited for its batch / window
   double batch_wait_p50_ms = 0;

@@ -20,6 +20,7 @@ struct Calibration {
   double step_factor = 1;     // x step time (>= 1: a loop only adds to its step)
   int trials_used = 0;        // other configs the factors were fitted to (one trial each)
   int full_used = 0;          // of them, configs with a full trial (the rest: short-round ones)
+  bool step_fitted = false;   // three or more, one the step limits (raw starvation < 10%)
   double samples_per_s = 0;   // the chosen config, simulated with the factors
   std::string describe() const;  // "x1.85 per sample, x1.20 step, fitted to 4 other configs' trials (1 full, 3 short-round)"
 };
@@ -28,9 +29,10 @@ struct Calibration {
 Workload calibrated(const Workload& w, double sample_factor, double step_factor);
 
 // Fits the factors by least squares on log throughput over a grid (sample
-// 0.25-4x, step 1-1.6x; a small pull towards 1x breaks ties). With fewer than
-// three trials only the per-sample factor is fitted: one or two configs
-// cannot tell a slower step from slower samples. Without other successful trials: factors 1 and
+// 0.25-4x, step 1-1.6x; a small pull towards 1x breaks ties). The step
+// factor is fitted only from three configs on, one of them limited by the
+// step in the raw model (starvation under 10%): otherwise the trials cannot
+// tell a slower step from slower samples. Without other successful trials: factors 1 and
 // the raw simulation. tune calibrates only a `--exec` target's model.
 Calibration calibrate(const Workload& w, const NodeShape& node, const std::vector<Trial>& trials,
                       const Candidate& chosen, const SimOptions& options = {});

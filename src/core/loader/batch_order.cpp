@@ -40,4 +40,23 @@ std::vector<std::size_t> BatchOrder::batch(std::uint64_t batch) const {
   return out;
 }
 
+FairWindow epoch_fair_window(const std::vector<double>& waits_s, std::uint64_t first, double seconds, double waited_s,
+                             std::uint64_t per_epoch) {
+  FairWindow out{seconds, waited_s, 0};
+  if (per_epoch == 0 || waits_s.empty()) return out;
+  double refills = 0;
+  for (std::size_t i = 0; i < waits_s.size(); ++i) {
+    const std::uint64_t step = first + i;
+    if (step > 0 && step % per_epoch == 0) {  // an epoch's first batch (epoch 0's is the start-up)
+      refills += waits_s[i];
+      ++out.refills_seen;
+    }
+  }
+  if (out.refills_seen == 0) return out;
+  const double fair = static_cast<double>(waits_s.size()) / static_cast<double>(per_epoch) * refills / out.refills_seen;
+  out.seconds = std::max(0.0, seconds - refills + fair);
+  out.waited_s = std::max(0.0, waited_s - refills + fair);
+  return out;
+}
+
 }  // namespace gpufeed::loader

@@ -532,8 +532,13 @@ class Pipeline {
     f.batches = waits.size();
     if (!waits.empty()) {
       f.window_s = seconds_between(records_[first].asked, records_.back().finished);
-      f.samples_per_s = f.window_s > 0 ? static_cast<double>(f.samples) / f.window_s : 0;
-      f.starvation = f.window_s > 0 ? waited / f.window_s : 0;
+      // The rate and starvation of whole epochs: a window of part of one
+      // holds its epoch refills unfairly often (batch_order.hpp).
+      std::vector<double> waits_s(waits.size());
+      std::transform(waits.begin(), waits.end(), waits_s.begin(), [](double ms) { return ms / 1e3; });
+      const FairWindow fair = epoch_fair_window(waits_s, first, f.window_s, waited, order_.batches_per_epoch());
+      f.samples_per_s = fair.seconds > 0 ? static_cast<double>(f.samples) / fair.seconds : 0;
+      f.starvation = fair.seconds > 0 ? fair.waited_s / fair.seconds : 0;
       f.step_mean_ms = stepped * 1e3 / static_cast<double>(waits.size());
       std::sort(waits.begin(), waits.end());
       f.batch_wait_p50_ms = quantile_sorted(waits, 0.50);
