@@ -580,7 +580,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   cal_options.steps = 150;
   // Only the user's job differs from what phase 2 measured (its Python, its
   // IPC, its own step): the built-in loader ran those measurements, and its
-  // raw model comes within a few percent of its trials (bench/README.md),
+  // raw model comes within a few percent of its full trial (bench/README.md),
   // where factors fitted to three or four short trials only add their noise.
   tune::Calibration cal;
   cal.samples_per_s = model_of_chosen.samples_per_s;
