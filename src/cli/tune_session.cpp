@@ -574,8 +574,8 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   const auto [seed_lo, seed_hi] = seed_interval(m.workload, node, chosen);
   const double measured = choice.chosen.samples_per_s;
   const double half = std::max({model_error, (seed_hi - seed_lo) / std::max(1.0, 2 * model_of_chosen.samples_per_s), 0.02});
-  // The model, calibrated to the other configs' trials (leave-one-out, so
-  // the chosen config's own trial does not grade itself).
+  // For --exec, the model calibrated to the other configs' trials
+  // (leave-one-out, so the chosen config's own trial does not grade itself).
   tune::SimOptions cal_options;
   cal_options.steps = 150;
   // Only the user's job differs from what phase 2 measured (its Python, its

@@ -100,6 +100,8 @@ TEST(Calibration, FailedTrialsAreIgnored) {
   trials.back().ok = false;
   const auto c = calibrate(incident_like(), {1, 64}, trials, {8, 2, true});
   EXPECT_EQ(c.trials_used, 1);
+  EXPECT_NE(c.describe().find("fitted to 1 other config's trial (1 full, 0 short-round)"), std::string::npos)
+      << c.describe();
   EXPECT_NEAR(c.sample_factor, 1.0, 0.13);
 }
 

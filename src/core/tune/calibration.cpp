@@ -20,8 +20,8 @@ Distribution scaled(const Distribution& d, double k) {
 
 std::string Calibration::describe() const {
   if (trials_used == 0) return "no other config's trial to fit to: the raw model";
-  return fmt::format("x{:.2f} per sample, x{:.2f} step, fitted to {} other config{}' trials ({} full, {} short-round)",
-                     sample_factor, step_factor, trials_used, trials_used == 1 ? "" : "s", full_used,
+  return fmt::format("x{:.2f} per sample, x{:.2f} step, fitted to {} other {} ({} full, {} short-round)", sample_factor,
+                     step_factor, trials_used, trials_used == 1 ? "config's trial" : "configs' trials", full_used,
                      trials_used - full_used);
 }
 
