@@ -12,11 +12,14 @@ namespace {
 // Throughput from a formula of the candidate; records every trial.
 class ScriptedRunner final : public TrialRunner {
  public:
-  explicit ScriptedRunner(std::function<double(const Candidate&)> f) : f_(std::move(f)) {}
+  explicit ScriptedRunner(std::function<double(const Candidate&)> f)
+      : f_([f = std::move(f)](const Candidate& c, double) { return f(c); }) {}
+  // A figure that also depends on the trial's length (short rounds read differently).
+  explicit ScriptedRunner(std::function<double(const Candidate&, double)> f) : f_(std::move(f)) {}
   Trial run(const Candidate& c, double seconds) override {
     calls.push_back({c, seconds});
     Trial t;
-    t.samples_per_s = f_(c);
+    t.samples_per_s = f_(c, seconds);
     t.seconds = seconds;
     t.ok = t.samples_per_s > 0;
     if (!t.ok) t.note = "failed";
@@ -25,8 +28,16 @@ class ScriptedRunner final : public TrialRunner {
   std::vector<std::pair<Candidate, double>> calls;
 
  private:
-  std::function<double(const Candidate&)> f_;
+  std::function<double(const Candidate&, double)> f_;
 };
+
+std::vector<int> full_trial_workers(const ScriptedRunner& runner, const SearchOptions& o) {
+  std::vector<int> full;
+  for (const auto& [c, seconds] : runner.calls) {
+    if (seconds == o.trial_seconds) full.push_back(c.workers);
+  }
+  return full;
+}
 
 // Saturates at 8 workers (1000/s), prefetch helps a little up to 4.
 double plateau(const Candidate& c) {
@@ -167,6 +178,52 @@ TEST(Search, AWrongModelIsCorrectedByTrials) {
   // The shortlist spans 16, 12, 8 and 6 workers (one pick per count) and
   // their neighbours, 4 among them: trials find the knee.
   EXPECT_EQ(r.choice->chosen.candidate.workers, 4);
+}
+
+TEST(Search, TheModelsClearFavouriteGetsAFullTrialWhenOneShortTrialSaysOtherwise) {
+  // The incident's FUSE job: 8 workers run at 106/s, 6 at 86/s, and the
+  // model sees that gap; one short trial of 8 workers read 70 (a slow
+  // start), which put 6 workers first in the short round.
+  const auto space = default_space(8);
+  auto model = [](const Candidate& c) { return c.workers * 13.0; };
+  SearchOptions o;
+  ScriptedRunner runner([&](const Candidate& c, double seconds) {
+    if (c.workers == 8 && seconds == o.first_round_seconds) return 70.0;
+    return std::min(c.workers * 13.5, 106.0);
+  });
+  const auto r = model_search(predict(space, model), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{6, 8}));
+  EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
+}
+
+TEST(Search, AModelThatAgreesWithTheShortRoundAddsNoFullTrial) {
+  const auto space = default_space(8);
+  auto rate = [](const Candidate& c) { return c.workers * 13.0; };
+  ScriptedRunner runner(rate);
+  SearchOptions o;
+  const auto r = model_search(predict(space, rate), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  // 8 workers' full trial; 6 (the next fewer) was short-tried and ruled out.
+  EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{8}));
+}
+
+TEST(Search, TheNextCheaperConfigTheShortlistLeftOutIsTried) {
+  // Two cores and CPU-bound workers: 2 workers do as well as 3 to 8, but a
+  // model misled by a noisy storage measurement ranks more workers higher,
+  // and its shortlist (8, 6, 4 and 3 workers) leaves 2 out.
+  const auto space = default_space(8);
+  auto truth = [](const Candidate& c) { return c.workers >= 2 ? 700.0 - c.workers : 430.0; };
+  auto wrong = [](const Candidate& c) { return c.workers * 100.0; };
+  ScriptedRunner runner(truth);
+  SearchOptions o;
+  const auto r = model_search(predict(space, wrong), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  const auto full = full_trial_workers(runner, o);
+  ASSERT_FALSE(full.empty());
+  EXPECT_EQ(full.back(), 2) << "the step down the knee is the last trial";
+  EXPECT_EQ(r.choice->chosen.candidate.workers, 2);
+  for (const auto& [c, seconds] : runner.calls) EXPECT_NE(c.workers, 1) << "one step down, not two";
 }
 
 TEST(Search, TheBudgetStopsTrialsAndKeepsTheBestSoFar) {

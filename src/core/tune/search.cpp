@@ -95,28 +95,54 @@ bool preferred(const Candidate& a, const Candidate& b, const PrefetchCost& cost)
 
 double free_prefetch_bytes(double mem_per_rank) { return std::min(mem_per_rank / 32, 256.0 * 1024 * 1024); }
 
-std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k,
-                                 const PrefetchCost& cost) {
+namespace {
+
+// Best predicted first; ties to the preferred (cheaper) config.
+std::vector<Prediction> ranked_by_model(const std::vector<Prediction>& predictions, const PrefetchCost& cost) {
   std::vector<Prediction> ranked = predictions;
   std::stable_sort(ranked.begin(), ranked.end(), [&](const Prediction& a, const Prediction& b) {
     if (a.samples_per_s != b.samples_per_s) return a.samples_per_s > b.samples_per_s;
     return preferred(a.candidate, b.candidate, cost);
   });
-  // For each worker count, the prefetch (and pinning) the model likes best;
-  // where its memory is free, the deepest within 1% of that best (the
-  // simulation's noise cannot tell them apart).
-  auto best_for = [&](int workers) -> std::optional<Candidate> {
-    std::optional<Prediction> top, pick;
-    for (const auto& p : ranked) {
-      if (p.candidate.workers != workers) continue;
-      if (!top) top = pick = p;
-      if (p.samples_per_s >= 0.99 * top->samples_per_s && cost.is_free(p.candidate) && cost.is_free(pick->candidate) &&
-          preferred(p.candidate, pick->candidate, cost)) {
-        pick = p;
-      }
+  return ranked;
+}
+
+// For one worker count, the prefetch (and pinning) the model likes best;
+// where its memory is free, the deepest within 1% of that best (the
+// simulation's noise cannot tell them apart).
+std::optional<Candidate> model_pick(const std::vector<Prediction>& ranked, int workers, const PrefetchCost& cost) {
+  std::optional<Prediction> top, pick;
+  for (const auto& p : ranked) {
+    if (p.candidate.workers != workers) continue;
+    if (!top) top = pick = p;
+    if (p.samples_per_s >= 0.99 * top->samples_per_s && cost.is_free(p.candidate) && cost.is_free(pick->candidate) &&
+        preferred(p.candidate, pick->candidate, cost)) {
+      pick = p;
     }
-    return pick ? std::optional<Candidate>(pick->candidate) : std::nullopt;
-  };
+  }
+  return pick ? std::optional<Candidate>(pick->candidate) : std::nullopt;
+}
+
+double predicted(const std::vector<Prediction>& predictions, const Candidate& c) {
+  for (const auto& p : predictions) {
+    if (p.candidate == c) return p.samples_per_s;
+  }
+  return 0;
+}
+
+const Trial* trial_of(const std::vector<Trial>& trials, const Candidate& c, int round) {
+  for (const auto& t : trials) {
+    if (t.ok && t.round == round && t.candidate == c) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k,
+                                 const PrefetchCost& cost) {
+  const std::vector<Prediction> ranked = ranked_by_model(predictions, cost);
+  auto best_for = [&](int workers) { return model_pick(ranked, workers, cost); };
   std::vector<Candidate> out;
   auto add = [&](const Candidate& c) {
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
@@ -232,6 +258,35 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     for (std::size_t i = 0; full_best && i < std::min<std::size_t>(2, cheaper_ones.size()); ++i) {
       const auto t = log.run(cheaper_ones[i], options.trial_seconds, 2);
       if (!t || (t->ok && full_best->ok && t->samples_per_s >= (1 - options.tolerance) * full_best->samples_per_s)) break;
+    }
+    // The model's favourite, where the short round put another config
+    // first although the model sees a clear gain (3x the tolerance) for it:
+    // one short trial of a job is noisy (start-up, an epoch's drain in a few
+    // seconds' window), and dropping a config on it alone once chose 6
+    // workers for the incident where 8 ran 30% faster.
+    const auto ranked = ranked_by_model(predictions, options.prefetch_cost);
+    const auto favourite = model_pick(ranked, ranked.front().candidate.workers, options.prefetch_cost);
+    if (full_best && favourite && !(*favourite == best) && trial_of(log.result.trials, *favourite, 1) &&
+        !trial_of(log.result.trials, *favourite, 2) &&
+        predicted(predictions, *favourite) >= (1 + 3 * options.tolerance) * predicted(predictions, best)) {
+      log.run(*favourite, options.trial_seconds, 2);
+    }
+    // One step down the knee: the chosen config's next fewer workers, when
+    // no trial has ruled it out (never tried, or its short trial was near
+    // the chosen one's). A model misled by a noisy measurement can leave the
+    // cheaper config out of the shortlist, and the rule "cheapest within the
+    // tolerance" can only pick among configs that were tried.
+    const auto so_far = choose(log.result.trials, options.tolerance, options.prefetch_cost);
+    const int wi = so_far ? index_of(space.workers, so_far->chosen.candidate.workers) : -1;
+    if (wi > 0) {
+      const auto fewer = model_pick(ranked, space.workers[static_cast<std::size_t>(wi - 1)], options.prefetch_cost);
+      const Trial* fewer_short = fewer ? trial_of(log.result.trials, *fewer, 1) : nullptr;
+      const Trial* chosen_short = trial_of(log.result.trials, so_far->chosen.candidate, 1);
+      const bool failed = fewer && !fewer_short && std::any_of(log.result.trials.begin(), log.result.trials.end(),
+                                                               [&](const Trial& t) { return t.candidate == *fewer; });
+      const bool ruled_out = fewer_short && chosen_short &&
+                             fewer_short->samples_per_s < (1 - 2 * options.tolerance) * chosen_short->samples_per_s;
+      if (fewer && !failed && !ruled_out && !trial_of(log.result.trials, *fewer, 2)) log.run(*fewer, options.trial_seconds, 2);
     }
   }
   log.result.choice = choose(log.result.trials, options.tolerance, options.prefetch_cost);
