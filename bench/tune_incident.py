@@ -10,24 +10,28 @@ Scenarios:
         CPU is the limit.
 For each:
   grid   every (num_workers, prefetch_factor) of tune's space run on the job
-         once -> the grid's wall time; then its --top best configs re-run
-         --repeat times each, and G = the best of their medians (the maximum
-         of 24 single noisy runs is biased upward: the chosen configs are
-         graded by medians too, so the reference is a median as well);
-  (a)    tune --search model (built-in loader target); its config applied to
-         the job (median of --repeat runs, pooled with the grid's re-runs
-         of the same config when it is one of the top ones) -> >= 95% of G?
-  (b)    tune --search model --exec (the job itself) -> the same;
+         once -> the grid's wall time and its --top best configs;
+  (a)    tune --search model (built-in loader target) -> a config;
   (a+)   (a) with the step taken from a diagnosis of the job (gpufeed
          diagnose on it with --diagnose-workers workers, then tune --from):
-         the built-in target's model then knows what the job's loop costs
-         besides its sleep. The diagnose run counts in its wall time;
+         the built-in target's model then knows what the job's processes
+         cost besides its sleep; diagnose's own run time counts in its wall;
+  (b)    tune --search model --exec (the job itself) -> a config;
+  paired --rounds rounds, each running every grid top config and every
+         chosen config once on the job (and the built-in loader at (a)'s
+         config), the order rotated per round: a slow spell of the VM falls
+         on all of them alike. The reference G is the best median of the
+         grid's top configs over these rounds (the maximum of 24 single
+         noisy runs is biased upward; the chosen configs are graded by
+         medians too, so the reference is one as well);
+  (a)/(b) the chosen config's median on the job >= 95% of G? (also
+         printed: the median of its per-round ratios to G's config);
   (c)    tune's wall time <= 25% of the grid's?
   (d)    the model's predicted throughput for the chosen config
          (model_samples_per_s) within +-10% of the job's measured one?
-         Also printed: the model against tune's own full trial of that
-         config (for the built-in target: the built-in loader, which is what
-         that target's model describes).
+         Also printed: the model against the built-in loader at (a)'s
+         config (what the built-in target's model describes) and against
+         tune's own full trial of the chosen config.
 
 Run as root (FUSE) from the repository root after scripts/setup.sh:
   /usr/bin/python3 bench/tune_incident.py [--scenarios fuse,local] [--seconds 8]
@@ -72,7 +76,11 @@ def diagnose(data, a, decode, path):
     try:
         time.sleep(a.job_startup_seconds)
         cmd = [GPUFEED, "diagnose", "--pid", str(job.pid), "--duration", str(a.diagnose_seconds), "--json", path]
+        # Only diagnose's own time counts: the job it watches runs anyway
+        # (the user diagnoses the slow job they already have).
+        t0 = time.monotonic()
         r = subprocess.run(cmd, capture_output=True, text=True)
+        took = time.monotonic() - t0
         if r.returncode != 0:
             sys.exit(f"diagnose failed ({r.returncode}): {r.stderr.strip()}")
     finally:
@@ -83,14 +91,20 @@ def diagnose(data, a, decode, path):
     step = ev["loop_step"]
     print(f"  diagnose ({a.diagnose_workers} workers): loop step {step['median_ms']} ms "
           f"(spread {step['spread_ms']}, {step['cycles']} cycles; the job sleeps {a.step_ms} ms); workers "
-          f"{ev['workers']['cpu_s']:.2f} s CPU over {ev['workers']['files_opened']} files", flush=True)
+          f"{ev['workers']['cpu_s']:.2f} s CPU over {ev['workers']['files_opened']} files; diagnose took {took:.1f} s",
+          flush=True)
+    return took
 
 
-def tune(data, a, decode, extra):
-    out_path = tempfile.mktemp(suffix=".json")
+def work_args(decode):
     # PIL decodes at full size and Image.resize filters bicubic (antialiased):
-    # so does the built-in loader here, at the same CPU cost.
-    work = ["--decode", "jpeg", "--full-decode", "--filter", "bicubic"] if decode == "pil" else ["--decode", "none"]
+    # so does the built-in loader here.
+    return ["--decode", "jpeg", "--full-decode", "--filter", "bicubic"] if decode == "pil" else ["--decode", "none"]
+
+
+def tune(data, a, decode, extra, label):
+    out_path = tempfile.mktemp(suffix=".json")
+    work = work_args(decode)
     step = [] if "--from" in extra else ["--step-ms", str(a.step_ms)]
     cmd = [GPUFEED, "tune", "--data", data, "--batch-size", str(a.batch_size)] + step + [
            "--device", "host", "--out", out_path, "--trial-seconds", str(a.trial_seconds), "--first-round-seconds",
@@ -102,8 +116,46 @@ def tune(data, a, decode, extra):
         sys.exit(f"tune failed ({r.returncode}): {r.stderr.strip()}\n{r.stdout}")
     with open(out_path) as f:
         cfg = json.load(f)
+    if a.keep:  # tune's report and config, to read why it chose what it did
+        stem = os.path.join(a.keep, re.sub(r"[^a-z0-9+]+", "_", f"{a.scenario} {label}").strip("_"))
+        with open(stem + ".txt", "w") as f:
+            f.write(" ".join(cmd) + "\n\n" + r.stdout + r.stderr)
+        shutil.copy(out_path, stem + ".json")
     os.unlink(out_path)
     return cfg, wall
+
+
+def builtin_cmd(data, workers, prefetch, a, decode, seconds):
+    """The built-in loader at one config, with the work tune's trials do."""
+    return [GPUFEED, "bench", "--data", data, "--workers", str(workers), "--prefetch", str(prefetch),
+            "--batch-size", str(a.batch_size), "--step-ms", str(a.step_ms), "--device", "host",
+            "--duration", str(seconds), "--json", "-", "--quiet"] + work_args(decode)
+
+
+def run_builtin(data, workers, prefetch, a, decode):
+    r = subprocess.run(builtin_cmd(data, workers, prefetch, a, decode, a.seconds), capture_output=True, text=True,
+                       timeout=a.seconds + 60)
+    if r.returncode != 0:
+        sys.exit(f"gpufeed bench failed ({r.returncode}): {r.stderr.strip()}")
+    return json.loads(r.stdout)["throughput"]["samples_per_s"]
+
+
+def paired_rounds(data, decode, a, configs, builtin_configs):
+    """Every config run once per round, the order rotated each round, so
+    that a slow spell of the VM (whole grids shift by 10% between runs
+    here) falls on all of them alike. Returns the job's runs per config and
+    the built-in loader's runs per config of builtin_configs."""
+    jobs = [("job", c) for c in configs] + [("builtin", c) for c in builtin_configs]
+    runs = {k: [] for k in jobs}
+    for r in range(a.rounds):
+        order = jobs[r % len(jobs):] + jobs[:r % len(jobs)]
+        for kind, (w, p) in order:
+            run = run_job if kind == "job" else run_builtin
+            runs[(kind, (w, p))].append(run(data, w, p, a, decode))
+        print(f"  paired round {r + 1}/{a.rounds}: " + ", ".join(
+            f"{'built-in ' if kind == 'builtin' else ''}{c[0]}w p{c[1]} {runs[(kind, c)][-1]:.1f}"
+            for kind, c in jobs), flush=True)
+    return ({c: runs[("job", c)] for c in configs}, {c: runs[("builtin", c)] for c in builtin_configs})
 
 
 def scenario(name, data, decode, a):
@@ -117,66 +169,63 @@ def scenario(name, data, decode, a):
             grid[(w, p)] = run_job(data, w, p, a, decode)
             print(f"  grid {w:2} workers, prefetch {p}: {grid[(w, p)]:7.1f} samples/s", flush=True)
     grid_wall = time.monotonic() - t0
-    single_best = max(grid.values())
     top = sorted(grid, key=grid.get, reverse=True)[:a.top]
-    medians = {}
-    top_runs = {}  # the re-runs of each grid top config, pooled with a chosen config's own
-    for cfg in top:
-        runs = [run_job(data, cfg[0], cfg[1], a, decode) for _ in range(a.repeat)]
-        medians[cfg] = statistics.median(runs)
-        top_runs[cfg] = runs
-        print(f"  grid top {cfg}: single run {grid[cfg]:.1f}, re-runs {['%.1f' % x for x in runs]} -> median "
-              f"{medians[cfg]:.1f}", flush=True)
-    best_cfg = max(medians, key=medians.get)
-    best = medians[best_cfg]
-    print(f"  grid best {best:.1f} samples/s (median of {a.repeat}) at {best_cfg}; best single run {single_best:.1f}; "
-          f"grid wall {grid_wall:.0f} s (single runs only)")
+    print(f"  grid wall {grid_wall:.0f} s; its top {a.top} by single runs: {top}", flush=True)
 
-    results = {}
+    chosen = {}
     job_exec = " ".join(job_cmd(data, "{num_workers}", "{prefetch_factor}", a, decode, a.trial_seconds + 2))
     diag_path = tempfile.mktemp(suffix=".diag.json")
     for label, extra in (("(a) built-in", ["--max-workers", str(a.max_workers)]),
                          ("(a+) --from", ["--max-workers", str(a.max_workers), "--from", diag_path]),
                          ("(b) --exec", ["--max-workers", str(a.max_workers), "--exec", job_exec, "--metric-regex",
                                          r"samples/s: ([0-9.]+)"])):
-        t_diag = 0.0
-        if "--from" in extra:
-            t0 = time.monotonic()
-            diagnose(data, a, decode, diag_path)
-            t_diag = time.monotonic() - t0
-        cfg, wall = tune(data, a, decode, extra)
-        tune_only = wall
-        wall += t_diag
+        t_diag = diagnose(data, a, decode, diag_path) if "--from" in extra else 0.0
+        cfg, tune_only = tune(data, a, decode, extra, label)
         dl = cfg["dataloader"]
-        w, p = dl["num_workers"], dl["prefetch_factor"]
-        runs = [run_job(data, w, p, a, decode) for _ in range(a.repeat)]
-        # A chosen config the grid also re-ran is graded by all its runs: one
-        # config's runs differ by ~5% on this VM, so 6 runs say more than 3.
-        pooled = runs + top_runs.get((w, p), [])
-        measured = statistics.median(pooled)
-        model = cfg["prediction"]["model_samples_per_s"]
-        trial = cfg["prediction"]["samples_per_s"]  # tune's own full trial of the chosen config
-        # The raw model against every trial tune ran (its ranking's error).
         per_trial = [abs(t["model_samples_per_s"] / t["samples_per_s"] - 1) for t in cfg["search"]["trials"]
                      if t["ok"] and t["samples_per_s"] > 0 and t.get("model_samples_per_s", 0) > 0]
-        raw_trial_err = statistics.median(per_trial) if per_trial else float("nan")
-        results[label] = dict(w=w, p=p, measured=measured, ratio=measured / best, wall=wall, tune_only=tune_only,
-                              diag=t_diag, model=model,
-                              model_err=(model / measured - 1) if measured else float("inf"),
-                              trial=trial, trial_err=(model / trial - 1) if trial else float("inf"),
-                              raw_trial_err=raw_trial_err, calibration=cfg["prediction"].get("calibration"))
-        r = results[label]
-        also = f" + the grid's re-runs {['%.1f' % x for x in top_runs[(w, p)]]}" if (w, p) in top_runs else ""
-        print(f"  {label}: chose {w} workers, prefetch {p}; job runs {['%.1f' % x for x in runs]}{also} -> "
-              f"{measured:.1f} samples/s = {r['ratio']:.3f} of the grid's best (>= 0.95: "
-              f"{'yes' if r['ratio'] >= 0.95 else 'NO'}); tune wall {wall:.0f} s"
-              f"{f' (diagnose {t_diag:.0f} s + tune {tune_only:.0f} s = {tune_only / grid_wall:.3f} alone)' if t_diag else ''}"
-              f" = {wall / grid_wall:.3f} of the grid's "
-              f"(<= 0.25: {'yes' if wall / grid_wall <= 0.25 else 'NO'}); model {model:.1f} -> error "
-              f"{r['model_err'] * 100:+.1f}% (within 10%: {'yes' if abs(r['model_err']) <= 0.10 else 'NO'}); "
-              f"against tune's own trial {trial:.1f}: {r['trial_err'] * 100:+.1f}%; the raw model's median error "
-              f"over tune's {len(per_trial)} trials {raw_trial_err * 100:.1f}%; calibration {r['calibration']}",
-              flush=True)
+        chosen[label] = dict(w=dl["num_workers"], p=dl["prefetch_factor"], tune_only=tune_only, diag=t_diag,
+                             wall=tune_only + t_diag, model=cfg["prediction"]["model_samples_per_s"],
+                             trial=cfg["prediction"]["samples_per_s"],
+                             raw_trial_err=statistics.median(per_trial) if per_trial else float("nan"),
+                             calibration=cfg["prediction"].get("calibration"))
+        c = chosen[label]
+        print(f"  {label}: chose {c['w']} workers, prefetch {c['p']}; tune {tune_only:.0f} s"
+              f"{f' + diagnose {t_diag:.0f} s' if t_diag else ''}; model {c['model']:.1f}, its own trial "
+              f"{c['trial']:.1f}; calibration {c['calibration']}", flush=True)
+
+    configs = list(dict.fromkeys(top + [(c["w"], c["p"]) for c in chosen.values()]))
+    builtin = (chosen["(a) built-in"]["w"], chosen["(a) built-in"]["p"])
+    runs, builtin_runs = paired_rounds(data, decode, a, configs, [builtin])
+    medians = {cfg: statistics.median(r) for cfg, r in runs.items()}
+    best_cfg = max(top, key=medians.get)
+    best = medians[best_cfg]
+    print(f"  reference: the grid's top {a.top} over the paired rounds, best median {best:.1f} samples/s at "
+          f"{best_cfg} ({', '.join(f'{c}: {medians[c]:.1f}' for c in top)})", flush=True)
+
+    results = {}
+    for label, c in chosen.items():
+        key = (c["w"], c["p"])
+        measured = medians[key]
+        # The same rounds pair each chosen run with the reference's: their
+        # per-round ratio cancels the drift that both runs shared.
+        paired = statistics.median(x / y for x, y in zip(runs[key], runs[best_cfg]))
+        r = dict(c, measured=measured, ratio=measured / best, paired_ratio=paired,
+                 model_err=c["model"] / measured - 1, trial_err=c["model"] / c["trial"] - 1)
+        if label == "(a) built-in":
+            r["builtin"] = statistics.median(builtin_runs[builtin])
+            r["builtin_err"] = c["model"] / r["builtin"] - 1
+        results[label] = r
+        print(f"  {label}: {key[0]} workers, prefetch {key[1]}: job {measured:.1f} samples/s = {r['ratio']:.3f} of "
+              f"the reference (paired per round: {paired:.3f}; >= 0.95: {'yes' if r['ratio'] >= 0.95 else 'NO'}); "
+              f"wall {c['wall']:.0f} s = {c['wall'] / grid_wall:.3f} of the grid's (<= 0.25: "
+              f"{'yes' if c['wall'] / grid_wall <= 0.25 else 'NO'}); model {c['model']:.1f} -> "
+              f"{r['model_err'] * 100:+.1f}% on the job (within 10%: "
+              f"{'yes' if abs(r['model_err']) <= 0.10 else 'NO'})"
+              + (f", {r['builtin_err'] * 100:+.1f}% on the built-in loader's {r['builtin']:.1f}" if "builtin" in r
+                 else "")
+              + f", {r['trial_err'] * 100:+.1f}% on tune's own trial; the raw model's median error over tune's "
+              f"trials {r['raw_trial_err'] * 100:.1f}%", flush=True)
     return dict(best=best, best_cfg=best_cfg, grid_wall=grid_wall, results=results)
 
 
@@ -188,7 +237,9 @@ def main():
     ap.add_argument("--step-ms", type=float, default=60, help="the fuse scenario's step")
     ap.add_argument("--local-step-ms", type=float, default=10, help="the local scenario's step")
     ap.add_argument("--seconds", type=float, default=10, help="each job run (grid and checks)")
-    ap.add_argument("--repeat", type=int, default=3, help="job runs of a chosen config and of each grid top config")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="paired rounds: each grid top config and each chosen config run once per round")
+    ap.add_argument("--keep", metavar="DIR", help="write each tune's report and config here")
     ap.add_argument("--top", type=int, default=3, help="grid configs re-run for the reference")
     ap.add_argument("--max-workers", type=int, default=8)
     ap.add_argument("--trial-seconds", type=float, default=10)
@@ -204,6 +255,8 @@ def main():
     ap.add_argument("--open-ms", type=float, default=5)
     ap.add_argument("--sigma", type=float, default=0.8)
     a = ap.parse_args()
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="gpufeed-tune-bench-")
     mount = None
     try:
@@ -222,17 +275,23 @@ def main():
                     if os.path.ismount(mnt):
                         break
                     time.sleep(0.1)
+                a.scenario = name
                 out[name] = scenario("fuse (the incident)", mnt, "none", a)
             elif name == "local":
                 local = argparse.Namespace(**vars(a))
                 local.step_ms = a.local_step_ms  # a short step: 2 cores of PIL decode cannot keep up
+                local.scenario = name
                 out[name] = scenario("local (CPU decode is the limit)", src, "pil", local)
         print("\nSummary")
         for name, s in out.items():
             for label, r in s["results"].items():
-                print(f"  {name:5} {label:13} {r['ratio']:.3f} of grid best | wall {r['wall'] / s['grid_wall']:.3f} of grid "
-                      f"| model error {r['model_err'] * 100:+.1f}% on the job, {r['trial_err'] * 100:+.1f}% on tune's trial "
-                      f"| raw model on all trials: median {r['raw_trial_err'] * 100:.1f}%")
+                alone = f" (tune alone {r['tune_only'] / s['grid_wall']:.3f})" if r["diag"] else ""
+                builtin = f", {r['builtin_err'] * 100:+.1f}% on the built-in loader" if "builtin" in r else ""
+                print(f"  {name:5} {label:13} {r['w']}w p{r['p']} | {r['ratio']:.3f} of the reference (paired "
+                      f"{r['paired_ratio']:.3f}) | wall {r['wall'] / s['grid_wall']:.3f} of the grid's{alone} "
+                      f"| model {r['model_err'] * 100:+.1f}% on the job{builtin}, {r['trial_err'] * 100:+.1f}% on "
+                      f"tune's trial | raw model on all trials: median {r['raw_trial_err'] * 100:.1f}%")
+            print(f"  {name:5} reference {s['best']:.1f} samples/s at {s['best_cfg']}; grid wall {s['grid_wall']:.0f} s")
     finally:
         if mount:
             subprocess.run(["fusermount3", "-u", os.path.join(tmp, "mnt")], capture_output=True)
