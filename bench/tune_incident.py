@@ -34,7 +34,9 @@ For each:
          tune's own full trial of the chosen config.
 
 Run as root (FUSE) from the repository root after scripts/setup.sh:
-  /usr/bin/python3 bench/tune_incident.py [--scenarios fuse,local] [--seconds 8]
+  /usr/bin/python3 bench/tune_incident.py [--scenarios fuse,local] [--seconds 8] [--keep DIR]
+Two configs told apart by paired rounds alone (no grid, no tune):
+  /usr/bin/python3 bench/tune_incident.py --scenarios local --compare 2:4,2:8 --rounds 10
 """
 import argparse
 import json
@@ -158,7 +160,25 @@ def paired_rounds(data, decode, a, configs, builtin_configs):
     return ({c: runs[("job", c)] for c in configs}, {c: runs[("builtin", c)] for c in builtin_configs})
 
 
+def compare(name, data, decode, a):
+    """--compare: paired rounds of the given configs alone (no grid, no
+    tune), to tell two configs apart where 5 rounds cannot."""
+    configs = [tuple(int(x) for x in c.split(":")) for c in a.compare.split(",")]
+    print(f"\n=== {name}: {data}: {a.rounds} paired rounds of {configs}", flush=True)
+    runs, _ = paired_rounds(data, decode, a, configs, [])
+    base = configs[0]
+    for c in configs:
+        per_round = [x / y for x, y in zip(runs[c], runs[base])]
+        print(f"  {c[0]}w p{c[1]}: median {statistics.median(runs[c]):.1f} samples/s, range "
+              f"{min(runs[c]):.1f}-{max(runs[c]):.1f}; against {base[0]}w p{base[1]}: ratio of medians "
+              f"{statistics.median(runs[c]) / statistics.median(runs[base]):.3f}, median per-round ratio "
+              f"{statistics.median(per_round):.3f}, above it in {sum(r > 1 for r in per_round)} of {len(per_round)} rounds",
+              flush=True)
+
+
 def scenario(name, data, decode, a):
+    if a.compare:
+        return compare(name, data, decode, a)
     print(f"\n=== {name}: {data} (job --decode {decode}, batch {a.batch_size}, step {a.step_ms} ms)", flush=True)
     space_w = [w for w in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if w <= a.max_workers]
     space_p = [1, 2, 4, 8]
@@ -239,6 +259,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=10, help="each job run (grid and checks)")
     ap.add_argument("--rounds", type=int, default=5,
                     help="paired rounds: each grid top config and each chosen config run once per round")
+    ap.add_argument("--compare", metavar="W:P,W:P",
+                    help="only paired rounds of these configs (the first is the base of the ratios)")
     ap.add_argument("--keep", metavar="DIR", help="write each tune's report and config here")
     ap.add_argument("--top", type=int, default=3, help="grid configs re-run for the reference")
     ap.add_argument("--max-workers", type=int, default=8)
@@ -284,6 +306,8 @@ def main():
                 out[name] = scenario("local (CPU decode is the limit)", src, "pil", local)
         print("\nSummary")
         for name, s in out.items():
+            if s is None:  # --compare printed its own figures
+                continue
             for label, r in s["results"].items():
                 alone = f" (tune alone {r['tune_only'] / s['grid_wall']:.3f})" if r["diag"] else ""
                 builtin = f", {r['builtin_err'] * 100:+.1f}% on the built-in loader" if "builtin" in r else ""
