@@ -333,7 +333,7 @@ std::string model_source(const TuneRequest& r, const tune::PredictionBand& p, co
   if (!r.from.empty()) return "the built-in loader with the job's measured CPU and step, from --from";
   // A Python job pays its interpreter, collate and IPC per sample on top of
   // the built-in transform: on bench/tune_incident.py's local PIL job the
-  // built-in model was 27-41% above the job (--from: +6% to +20%).
+  // built-in model was 27-41% above the job (--from: -5% to +20%).
   return "the built-in loader's; a Python job is slower per sample: tune with --from a diagnosis of it, or --exec";
 }
 
