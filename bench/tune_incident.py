@@ -277,6 +277,8 @@ def main():
     ap.add_argument("--open-ms", type=float, default=5)
     ap.add_argument("--sigma", type=float, default=0.8)
     a = ap.parse_args()
+    if a.compare and not re.fullmatch(r"[0-9]+:[0-9]+(,[0-9]+:[0-9]+)+", a.compare):
+        ap.error(f"--compare {a.compare}: give two or more configs as WORKERS:PREFETCH, e.g. 2:4,2:8")
     if a.keep:
         os.makedirs(a.keep, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="gpufeed-tune-bench-")
