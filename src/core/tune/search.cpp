@@ -282,11 +282,11 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
       const auto fewer = model_pick(ranked, space.workers[static_cast<std::size_t>(wi - 1)], options.prefetch_cost);
       const Trial* fewer_short = fewer ? trial_of(log.result.trials, *fewer, 1) : nullptr;
       const Trial* chosen_short = trial_of(log.result.trials, so_far->chosen.candidate, 1);
-      const bool failed = fewer && !fewer_short && std::any_of(log.result.trials.begin(), log.result.trials.end(),
-                                                               [&](const Trial& t) { return t.candidate == *fewer; });
-      const bool ruled_out = fewer_short && chosen_short &&
-                             fewer_short->samples_per_s < (1 - 2 * options.tolerance) * chosen_short->samples_per_s;
-      if (fewer && !failed && !ruled_out && !trial_of(log.result.trials, *fewer, 2)) log.run(*fewer, options.trial_seconds, 2);
+      const bool failed = fewer && std::any_of(log.result.trials.begin(), log.result.trials.end(),
+                                               [&](const Trial& t) { return !t.ok && t.candidate == *fewer; });
+      const bool slower = fewer_short && chosen_short &&
+                          fewer_short->samples_per_s < (1 - 2 * options.tolerance) * chosen_short->samples_per_s;
+      if (fewer && !failed && !slower && !trial_of(log.result.trials, *fewer, 2)) log.run(*fewer, options.trial_seconds, 2);
     }
   }
   log.result.choice = choose(log.result.trials, options.tolerance, options.prefetch_cost);
