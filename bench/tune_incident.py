@@ -277,6 +277,9 @@ def main():
     ap.add_argument("--open-ms", type=float, default=5)
     ap.add_argument("--sigma", type=float, default=0.8)
     a = ap.parse_args()
+    unknown = [n for n in a.scenarios.split(",") if n not in ("fuse", "local")]
+    if unknown:
+        ap.error(f"--scenarios {a.scenarios}: unknown {', '.join(unknown)}; the scenarios are fuse and local")
     if a.compare and not re.fullmatch(r"[0-9]+:[0-9]+(,[0-9]+:[0-9]+)+", a.compare):
         ap.error(f"--compare {a.compare}: give two or more configs as WORKERS:PREFETCH, e.g. 2:4,2:8")
     if a.keep:
