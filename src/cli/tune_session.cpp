@@ -20,6 +20,7 @@
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
 #include "gpufeed/tune/calibration.hpp"
+#include "gpufeed/tune/cpu_from_trials.hpp"
 #include "gpufeed/tune/from_diagnosis.hpp"
 #include "gpufeed/tune/profile.hpp"
 #include "gpufeed/units.hpp"
@@ -474,7 +475,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   // 3. Model.
   const tune::NodeShape node{budget.ranks, budget.worker_cores};
   std::vector<std::string> excluded;
-  const auto predictions = predict_all(m.workload, node, space, budget.mem_per_rank, excluded);
+  auto predictions = predict_all(m.workload, node, space, budget.mem_per_rank, excluded);
   if (predictions.empty()) {
     throw usage_error(fmt::format("no candidate fits the page-locked memory budget of {} per rank", format_bytes(budget.mem_per_rank)),
                       "lower --batch-size or raise --mem-budget");
@@ -549,6 +550,20 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   const Candidate chosen = choice.chosen.candidate;
   rep.phase(5, "choose");
   rep.line(choice.reason);
+  // Phase 2 timed the transform for under a second; the built-in trials
+  // timed every sample they built, over the whole search: the model's final
+  // figures (prediction, each trial's model figure, the advice) use theirs.
+  if (r.exec.empty()) {
+    const auto from_trials = tune::cpu_from_trials(result.trials, node);
+    if (from_trials.used) {
+      rep.line(fmt::format("CPU per sample in the trials: {} (phase 2 measured {:.3f} ms); the model's figures below use it",
+                           from_trials.describe(), m.cpu_mean_ms));
+      m.workload = tune::with_cpu_from_trials(m.workload, from_trials);
+      m.cpu_mean_ms = m.workload.cpu_ms.mean();
+      std::vector<std::string> ignored;  // the same candidates fit the budget as before
+      predictions = predict_all(m.workload, node, space, budget.mem_per_rank, ignored);
+    }
+  }
   Prediction model_of_chosen{};
   for (const auto& p : predictions) {
     if (p.candidate == chosen) model_of_chosen = p;

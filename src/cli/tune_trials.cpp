@@ -70,10 +70,14 @@ tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, double seconds) {
       return trial;
     }
   }
+  LatencyHistogram transform;
   for (const auto& f : figures) {
     trial.samples_per_s += f.samples_per_s / setup_.ranks;
     trial.starvation += f.starvation / setup_.ranks;
+    transform.merge(f.transform);
   }
+  trial.transform_ms = transform.mean_ns() / 1e6;
+  trial.transform_samples = transform.count;
   return trial;
 }
 

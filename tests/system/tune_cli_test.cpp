@@ -98,6 +98,35 @@ TEST(TuneCli, BuiltinTargetPicksEnoughWorkersAndRecordsItsTrials) {
   EXPECT_LT(doc["search"]["wall_s"].get<double>(), doc["search"]["grid_equivalent_s"].get<double>());
 }
 
+// The built-in trials time each sample's transform; where that is real CPU
+// work the model's final figures use it (cpu_from_trials.hpp), and the
+// config records each trial's figure. Storage-bound work is left alone.
+TEST(TuneCli, TheTrialsCpuPerSampleFeedsTheFinalModel) {
+  TempDir dir;
+  const auto out = dir / "config.json";
+  auto args = quick_tune(out);
+  args[2] = "synthetic:memory,samples=4000,size=2KiB,read-ms=0.1,sigma=0";
+  args.insert(args.end(), {"--cpu-us", "500"});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const std::string line = "CPU per sample in the trials: ";
+  const auto at = r.out.find(line);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double one = std::stod(r.out.substr(at + line.size()));
+  EXPECT_GT(one, 0.3) << "500 us of spinning per sample";
+  EXPECT_LT(one, 5.0);
+  const auto doc = load(out);
+  EXPECT_EQ(schema_errors("config", doc), "");
+  for (const auto& t : doc["search"]["trials"]) {
+    if (!t["ok"].get<bool>()) continue;
+    EXPECT_GT(t["transform_ms"].get<double>(), 0.3) << t.dump();
+    EXPECT_GT(t["transform_samples"].get<int>(), 0) << t.dump();
+  }
+  const auto storage_bound = run_cli(quick_tune(dir / "storage.json"));
+  ASSERT_EQ(storage_bound.code, 0) << storage_bound.err;
+  EXPECT_EQ(storage_bound.out.find(line), std::string::npos) << storage_bound.out;
+}
+
 // --from: the step comes from a diagnosis of the real job. An 8 ms step of
 // 4 samples needs 500/s: two 250/s workers, not the eight a 2 ms step needs.
 std::vector<std::string> without_step(std::vector<std::string> args) {

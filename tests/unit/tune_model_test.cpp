@@ -80,6 +80,26 @@ TEST(Simulate, CpuBoundWorkIsCappedByTheCores) {
   EXPECT_NEAR(fewer.samples_per_s, 2 / 0.002, 0.01 * 2 / 0.002);
 }
 
+// Each sample's CPU work slows as more cores are busy (phase 2 measures it
+// with 1 worker and with all worker cores): 1.2x on all 4 cores is 4 / 2.4
+// ms = 1667 samples/s where 1 worker alone still makes 500; 2 busy cores
+// are a third of the way there (1.0667x): 2 / 2.133 ms = 937.5.
+TEST(Simulate, EachSampleSlowsAsMoreCoresAreBusy) {
+  Workload w;
+  w.cpu_ms = Distribution::constant(2.0);
+  w.batch_size = 8;
+  w.cpu_slowdown_all_cores = 1.2;
+  SimOptions o;
+  o.steps = 300;
+  EXPECT_NEAR(simulate(w, {1, 4}, {1, 2, true}, o).samples_per_s, 500, 500 * 0.01);
+  EXPECT_NEAR(simulate(w, {1, 4}, {2, 2, true}, o).samples_per_s, 937.5, 937.5 * 0.01);
+  const auto all = simulate(w, {1, 4}, {8, 2, true});
+  EXPECT_NEAR(all.samples_per_s, 1666.7, 1666.7 * 0.01);
+  EXPECT_NEAR(all.bound_samples_per_s, 1666.7, 0.1);
+  w.cpu_slowdown_all_cores = 1;
+  EXPECT_NEAR(simulate(w, {1, 4}, {8, 2, true}).samples_per_s, 2000, 2000 * 0.01);
+}
+
 // The loop's own CPU per batch (receiving, unpickling) shares the cores
 // with the workers: 8 x 2 ms of worker CPU plus 8 ms of loop CPU per batch
 // on 2 cores is 24 ms of CPU a batch, 667 samples/s instead of 1000.

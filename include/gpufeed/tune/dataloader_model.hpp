@@ -54,6 +54,10 @@ int pool_where_faster_under_load(StorageModel& storage);
 struct Workload {
   StorageModel storage;
   Distribution cpu_ms;        // per-sample CPU work on one core (decode, transform)
+  // How much longer each sample's CPU work takes when every worker core is
+  // busy at once than when one is (shared caches, memory bandwidth, SMT
+  // siblings on a VM): 1 = none. The simulation scales linearly between.
+  double cpu_slowdown_all_cores = 1;
   Distribution step_ms;       // the training step per batch
   int batch_size = 32;
   double batch_bytes = 0;     // collated batch size

@@ -5,6 +5,7 @@
 // tolerance of the best measured throughput wins. `grid` runs a trial of
 // every candidate instead: the exhaustive baseline.
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -54,6 +55,10 @@ struct Trial {
   std::string note;          // why it failed or stopped, when it did
   bool ok = true;
   double model_samples_per_s = 0;  // the raw model's figure for this config (0: none); set by tune for the record
+  // Built-in trials: the mean time each sample's transform took (all
+  // ranks), and over how many samples; 0 for a job's trial.
+  double transform_ms = 0;
+  std::uint64_t transform_samples = 0;
 };
 
 class TrialRunner {

@@ -13,7 +13,9 @@ Json trial_json(const Trial& t) {
           {"pin_memory", t.candidate.pin_memory}, {"samples_per_s", t.samples_per_s},
           {"starvation", t.starvation},           {"seconds", t.seconds},
           {"round", t.round},                     {"ok", t.ok},
-          {"note", t.note},                       {"model_samples_per_s", t.model_samples_per_s}};
+          {"note", t.note},                       {"model_samples_per_s", t.model_samples_per_s},
+          {"transform_ms", t.transform_samples ? Json(t.transform_ms) : Json(nullptr)},
+          {"transform_samples", t.transform_samples}};
 }
 
 template <typename T>
@@ -189,6 +191,8 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
     trial.ok = get_or<bool>(t, "ok", true);
     trial.note = get_or<std::string>(t, "note", "");
     trial.model_samples_per_s = get_or<double>(t, "model_samples_per_s", 0);
+    trial.transform_ms = get_or<double>(t, "transform_ms", 0);
+    trial.transform_samples = get_or<std::uint64_t>(t, "transform_samples", 0);
     c.trials.push_back(trial);
   }
   c.pinned_bytes_per_rank = get_or<std::uint64_t>(doc.value("memory", Json::object()), "pinned_bytes_per_rank", 0);

@@ -90,7 +90,8 @@ double littles_law_bound(const Workload& w, const NodeShape& node, const Candida
   const double inf = std::numeric_limits<double>::infinity();
   const double per_sample = fetch + cpu;
   const double by_workers = per_sample > 0 ? c.workers / per_sample * 1e3 : inf;
-  const double by_cores = cpu > 0 ? node.worker_cores / node.ranks / cpu * 1e3 : inf;
+  const double by_cores =
+      cpu > 0 ? node.worker_cores / node.ranks / (cpu * std::max(1.0, w.cpu_slowdown_all_cores)) * 1e3 : inf;
   const double by_step = w.step_ms.mean() > 0 ? w.batch_size / w.step_ms.mean() * 1e3 : inf;
   double by_pin = inf;
   if (c.pin_memory && w.pin_gb_per_s > 0 && w.batch_bytes > 0) {
@@ -175,9 +176,16 @@ class Simulation {
 
  private:
   // --- time and the shared CPU (processor sharing) -----------------------------
+  // Each CPU job's speed: a fair share of the cores when they are
+  // oversubscribed, and slower per core as more of them are busy.
   double rate() const {
     const auto n = static_cast<double>(cpu_.size());
-    return n > 0 ? std::min(1.0, node_.worker_cores / n) : 1.0;
+    if (n <= 0) return 1.0;
+    const double cores = node_.worker_cores;
+    const double busy = std::min(n, cores);
+    const double slowdown =
+        cores > 1 && busy > 1 ? 1 + (std::max(1.0, w_.cpu_slowdown_all_cores) - 1) * (busy - 1) / (cores - 1) : 1.0;
+    return std::min(1.0, cores / n) / slowdown;
   }
 
   bool advance() {

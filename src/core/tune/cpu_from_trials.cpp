@@ -1,0 +1,84 @@
+// The per-sample CPU cost from the built-in trials (cpu_from_trials.hpp).
+#include "gpufeed/tune/cpu_from_trials.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace gpufeed::tune {
+
+std::string CpuFromTrials::describe() const {
+  if (!used) return why_not;
+  return fmt::format("{:.3f} ms per sample with 1 core busy, x{:.2f} with all worker cores ({} trial{})", cpu_ms, slowdown,
+                     trials, trials == 1 ? "" : "s");
+}
+
+CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape& node, double min_ms) {
+  CpuFromTrials out;
+  const double cores = node.worker_cores;
+  struct Point {
+    double x, y, weight;
+  };
+  std::vector<Point> points;
+  std::set<double> distinct;
+  for (const auto& t : trials) {
+    const double busy = static_cast<double>(t.candidate.workers) * node.ranks;
+    if (!t.ok || t.transform_samples == 0 || busy > cores + 1e-9) continue;
+    const double x = cores > 1 ? (busy - 1) / (cores - 1) : 0.0;  // 0: one core busy .. 1: all
+    points.push_back({x, t.transform_ms, static_cast<double>(t.transform_samples)});
+    distinct.insert(x);
+  }
+  if (points.empty()) {
+    out.why_not = "no trial kept its workers within the worker cores";
+    return out;
+  }
+  double sw = 0, sx = 0, sy = 0;
+  for (const auto& p : points) {
+    sw += p.weight;
+    sx += p.weight * p.x;
+    sy += p.weight * p.y;
+  }
+  const double mean_x = sx / sw, mean_y = sy / sw;
+  if (mean_y < min_ms) {
+    out.why_not = fmt::format("the trials' transform took {:.3f} ms per sample: too little CPU to refit", mean_y);
+    return out;
+  }
+  double a = mean_y, slope = 0;
+  if (distinct.size() > 1) {
+    double sxx = 0, sxy = 0;
+    for (const auto& p : points) {
+      sxx += p.weight * (p.x - mean_x) * (p.x - mean_x);
+      sxy += p.weight * (p.x - mean_x) * (p.y - mean_y);
+    }
+    slope = sxx > 0 ? sxy / sxx : 0;
+    a = mean_y - slope * mean_x;
+  }
+  double k = a > 0 ? 1 + slope / a : 1;
+  if (a <= 0 || k < 1) {  // faster with more cores busy: noise; one figure for all
+    k = 1;
+    a = mean_y;
+  } else if (k > 3) {  // beyond what the model's clamp allows: keep the line's mean
+    k = 3;
+    a = mean_y / (1 + (k - 1) * mean_x);
+  }
+  out.used = true;
+  out.cpu_ms = a;
+  out.slowdown = k;
+  out.trials = static_cast<int>(points.size());
+  return out;
+}
+
+Workload with_cpu_from_trials(const Workload& w, const CpuFromTrials& f) {
+  if (!f.used || w.cpu_ms.mean() <= 0) return w;
+  Workload out = w;
+  std::vector<double> v = w.cpu_ms.values();
+  const double k = f.cpu_ms / w.cpu_ms.mean();
+  for (auto& x : v) x *= k;
+  out.cpu_ms = Distribution(std::move(v));
+  out.cpu_slowdown_all_cores = f.slowdown;
+  return out;
+}
+
+}  // namespace gpufeed::tune
