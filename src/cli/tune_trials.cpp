@@ -208,7 +208,11 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   if (!value) {
     trial.ok = false;
     const auto last_line_start = output.find_last_of('\n', output.size() > 1 ? output.size() - 2 : 0);
-    trial.note = exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    // Still running when its time was up: whatever it did after the SIGTERM
+    // is ours, and a longer trial can still measure it.
+    trial.too_short = asked_to_stop;
+    const bool job_failed = !asked_to_stop && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+    trial.note = job_failed
                      ? fmt::format("the job failed (status {}) before printing the metric: {}", WEXITSTATUS(status),
                                    output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1))
                      : "no output line matched --metric-regex within the trial time (raise --trial-seconds?)";

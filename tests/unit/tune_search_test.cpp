@@ -23,6 +23,7 @@ class ScriptedRunner final : public TrialRunner {
     t.seconds = seconds;
     t.ok = t.samples_per_s > 0;
     if (!t.ok) t.note = "failed";
+    t.too_short = t.samples_per_s < 0;  // a script's -1: no figure within the trial's time
     return t;
   }
   std::vector<std::pair<Candidate, double>> calls;
@@ -195,6 +196,49 @@ TEST(Search, TheModelsClearFavouriteGetsAFullTrialWhenOneShortTrialSaysOtherwise
   ASSERT_TRUE(r.choice);
   EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{6, 8}));
   EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
+}
+
+// The same job, where 8 workers' short trial printed no figure at all in
+// its 6 s: a longer trial can still measure it. A job that failed at 8
+// workers (an error, not the clock) gets no second try.
+TEST(Search, AShortTrialThatRanOutOfTimeDoesNotRuleOutTheModelsFavourite) {
+  const auto space = default_space(8);
+  auto model = [](const Candidate& c) { return c.workers * 13.0; };
+  SearchOptions o;
+  for (const double short_eight : {-1.0, 0.0}) {
+    ScriptedRunner runner([&](const Candidate& c, double seconds) {
+      if (c.workers == 8 && seconds == o.first_round_seconds) return short_eight;
+      return std::min(c.workers * 13.5, 106.0);
+    });
+    const auto r = model_search(predict(space, model), space, runner, o);
+    ASSERT_TRUE(r.choice);
+    if (short_eight < 0) {
+      EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{6, 8}));
+      EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
+    } else {
+      EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{6}));
+      EXPECT_EQ(r.choice->chosen.candidate.workers, 6);
+    }
+  }
+}
+
+// A job whose start-up outlasts the short round prints nothing in any short
+// trial: the model's favourite still gets a full one, and is chosen.
+TEST(Search, WhenEveryShortTrialRanOutOfTimeTheFavouriteGetsAFullOne) {
+  const auto space = default_space(8);
+  auto model = [](const Candidate& c) { return c.workers * 13.0; };
+  SearchOptions o;
+  ScriptedRunner runner([&](const Candidate& c, double seconds) {
+    return seconds == o.first_round_seconds ? -1.0 : std::min(c.workers * 13.5, 106.0);
+  });
+  const auto r = model_search(predict(space, model), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{8}));
+  EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
+  ScriptedRunner failing([](const Candidate&) { return 0.0; });  // real failures: nothing more is tried
+  const auto none = model_search(predict(space, model), space, failing, o);
+  EXPECT_FALSE(none.choice);
+  EXPECT_TRUE(full_trial_workers(failing, o).empty());
 }
 
 TEST(Search, AModelThatAgreesWithTheShortRoundAddsNoFullTrial) {

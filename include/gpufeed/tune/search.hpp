@@ -54,6 +54,10 @@ struct Trial {
   int round = 1;             // 1: the short first round; 2: the full trial
   std::string note;          // why it failed or stopped, when it did
   bool ok = true;
+  // Failed only for want of time: the job still ran but printed no figure
+  // within the trial (a short round shorter than its start-up), which a
+  // longer trial can still measure.
+  bool too_short = false;
   double model_samples_per_s = 0;  // the raw model's figure for this config (0: none); set by tune for the record
   // Built-in trials: the mean time each sample's transform took (all
   // ranks), and over how many samples; 0 for a job's trial.

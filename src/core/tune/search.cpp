@@ -234,6 +234,16 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     if (!t) break;
     if (t->ok) first.push_back(*t);
   }
+  // A short trial that ran out of time before the job printed a figure
+  // (8 workers of the incident's job on FUSE, once, in 6 s) rules nothing
+  // out: the model's favourite still gets its full trial when it was one.
+  const auto ranked = ranked_by_model(predictions, options.prefetch_cost);
+  const auto favourite = model_pick(ranked, ranked.front().candidate.workers, options.prefetch_cost);
+  const bool favourite_short_ran =
+      favourite && std::any_of(log.result.trials.begin(), log.result.trials.end(), [&](const Trial& t) {
+        return t.round == 1 && t.candidate == *favourite && (t.ok || t.too_short);
+      });
+  if (first.empty() && favourite_short_ran) log.run(*favourite, options.trial_seconds, 2);
   // Round 2: a full trial for the round-1 best, then for the preferred
   // (cheapest) configs near it, cheapest first, until one comes within the
   // tolerance of the best's full trial (at most two of them). Short rounds
@@ -264,9 +274,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     // one short trial of a job is noisy (start-up, an epoch's drain in a few
     // seconds' window), and dropping a config on it alone once chose 6
     // workers for the incident where 8 ran 30% faster.
-    const auto ranked = ranked_by_model(predictions, options.prefetch_cost);
-    const auto favourite = model_pick(ranked, ranked.front().candidate.workers, options.prefetch_cost);
-    if (full_best && favourite && !(*favourite == best) && trial_of(log.result.trials, *favourite, 1) &&
+    if (full_best && favourite && !(*favourite == best) && favourite_short_ran &&
         !trial_of(log.result.trials, *favourite, 2) &&
         predicted(predictions, *favourite) >= (1 + 3 * options.tolerance) * predicted(predictions, best)) {
       log.run(*favourite, options.trial_seconds, 2);
