@@ -166,12 +166,16 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   std::string output;
   bool exited = false;
   bool asked_to_stop = false;
+  bool out_of_time = false;  // the trial's time ran out while the job still ran
   int status = 0;
   auto deadline = start + std::chrono::duration<double>(seconds);
   for (;;) {
     if (!asked_to_stop && ((setup_.stop && setup_.stop->load()) || Clock::now() >= deadline)) {
       // Time is up: SIGTERM the job's group and keep reading a little, so a
       // job that reports its steady-state figure on SIGTERM is heard.
+      siginfo_t info{};  // peek, without reaping: is the job itself still running?
+      const bool running = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+      out_of_time = running && !(setup_.stop && setup_.stop->load());
       kill(-pid, SIGTERM);
       asked_to_stop = true;
       deadline = Clock::now() + std::chrono::seconds(5);
@@ -209,9 +213,10 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     trial.ok = false;
     const auto last_line_start = output.find_last_of('\n', output.size() > 1 ? output.size() - 2 : 0);
     // Still running when its time was up: whatever it did after the SIGTERM
-    // is ours, and a longer trial can still measure it.
-    trial.too_short = asked_to_stop;
-    const bool job_failed = !asked_to_stop && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+    // is ours, and a longer trial can still measure it. Not so a job that
+    // had already failed (its workers holding the output open), nor Ctrl-C.
+    trial.too_short = out_of_time;
+    const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
     trial.note = job_failed
                      ? fmt::format("the job failed (status {}) before printing the metric: {}", WEXITSTATUS(status),
                                    output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1))

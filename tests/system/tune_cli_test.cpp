@@ -281,7 +281,13 @@ TEST(TuneCli, ExecJobSlowerToStartThanTheShortRoundStillGetsAFullTrial) {
   }
   EXPECT_GT(short_failed, 0) << r.out;
   EXPECT_EQ(full_ok, 1) << r.out;
-  EXPECT_GE(doc["dataloader"]["num_workers"].get<int>(), 1);
+  for (const auto& t : doc["search"]["trials"]) {
+    if (t["round"] == 1) {
+      EXPECT_TRUE(t["too_short"].get<bool>()) << t.dump();
+    } else {
+      EXPECT_EQ(t["num_workers"], doc["dataloader"]["num_workers"]) << "the one measured config";
+    }
+  }
 }
 
 TEST(TuneCli, BadRequestsAreUsageErrors) {

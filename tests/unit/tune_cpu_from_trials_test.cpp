@@ -55,14 +55,22 @@ TEST(CpuFromTrials, OneCoreCountGivesTheWeightedMean) {
 }
 
 // Faster with more cores busy is noise (a slow spell in the 1-worker
-// trial): one figure for all. Growth beyond x3 is clamped, keeping the mean.
+// trial): one figure for all. Growth is capped at x3 and at the core count
+// (beyond it, 2 busy cores would do less than 1), keeping the line's mean.
 TEST(CpuFromTrials, NoiseDoesNotBendTheLine) {
   const auto faster = cpu_from_trials({timed(1, 2.4), timed(2, 2.0)}, {1, 2});
   EXPECT_NEAR(faster.cpu_ms, 2.2, 1e-9);
   EXPECT_EQ(faster.slowdown, 1);
   const auto steep = cpu_from_trials({timed(1, 1.0), timed(2, 5.0)}, {1, 2});
-  EXPECT_EQ(steep.slowdown, 3);
-  EXPECT_NEAR(steep.cpu_ms * (1 + 2 * 0.5), 3.0, 1e-9) << "the line's mean stays at the trials' mean";
+  EXPECT_EQ(steep.slowdown, 2) << "2 cores";
+  EXPECT_NEAR(steep.cpu_ms * (1 + 1 * 0.5), 3.0, 1e-9) << "the line's mean stays at the trials' mean";
+  const auto many = cpu_from_trials({timed(1, 1.0), timed(8, 5.0)}, {1, 8});
+  EXPECT_EQ(many.slowdown, 3);
+  // 2 ranks on 4 cores: no trial has one core busy, and a steep line through
+  // 2 and 4 busy cores crosses zero before one; capped, not called noise.
+  const auto no_single = cpu_from_trials({timed(1, 1.0), timed(2, 4.0)}, {2, 4});
+  EXPECT_EQ(no_single.slowdown, 3);
+  EXPECT_GT(no_single.cpu_ms, 0);
 }
 
 TEST(CpuFromTrials, NotUsedWithoutTrialsOrCpu) {

@@ -80,8 +80,8 @@ TEST(Simulate, CpuBoundWorkIsCappedByTheCores) {
   EXPECT_NEAR(fewer.samples_per_s, 2 / 0.002, 0.01 * 2 / 0.002);
 }
 
-// Each sample's CPU work slows as more cores are busy (phase 2 measures it
-// with 1 worker and with all worker cores): 1.2x on all 4 cores is 4 / 2.4
+// Each sample's CPU work slows as more cores are busy (the built-in trials
+// measure it, cpu_from_trials.hpp): 1.2x on all 4 cores is 4 / 2.4
 // ms = 1667 samples/s where 1 worker alone still makes 500; 2 busy cores
 // are a third of the way there (1.0667x): 2 / 2.133 ms = 937.5.
 TEST(Simulate, EachSampleSlowsAsMoreCoresAreBusy) {

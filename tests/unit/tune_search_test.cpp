@@ -241,6 +241,23 @@ TEST(Search, WhenEveryShortTrialRanOutOfTimeTheFavouriteGetsAFullOne) {
   EXPECT_TRUE(full_trial_workers(failing, o).empty());
 }
 
+// One step down the knee counts a timed-out short trial as untried: on 3
+// workers at most, 2 do as well as 3, but 2's short trial printed nothing.
+TEST(Search, TheKneeStepTriesACheaperConfigWhoseShortTrialRanOutOfTime) {
+  const auto space = default_space(3);
+  auto model = [](const Candidate& c) { return c.workers * 100.0; };
+  SearchOptions o;
+  for (const double short_two : {-1.0, 0.0}) {
+    ScriptedRunner runner([&](const Candidate& c, double seconds) {
+      if (c.workers == 2 && seconds == o.first_round_seconds) return short_two;
+      return c.workers >= 2 ? 700.0 - c.workers : 430.0;
+    });
+    const auto r = model_search(predict(space, model), space, runner, o);
+    ASSERT_TRUE(r.choice);
+    EXPECT_EQ(r.choice->chosen.candidate.workers, short_two < 0 ? 2 : 3) << short_two;
+  }
+}
+
 TEST(Search, AModelThatAgreesWithTheShortRoundAddsNoFullTrial) {
   const auto space = default_space(8);
   auto rate = [](const Candidate& c) { return c.workers * 13.0; };

@@ -21,14 +21,15 @@ struct CpuFromTrials {
   double slowdown = 1;     // Workload::cpu_slowdown_all_cores
   int trials = 0;          // trials the figures came from
   std::string why_not;     // when not used
-  std::string describe() const;  // "2.61 ms per sample with 1 core busy, x1.05 with all 2 (5 trials)"
+  std::string describe() const;  // "2.610 ms per sample with 1 core busy, x1.05 with all worker cores (5 trials)"
 };
 
 // Trials that kept no more workers (all ranks) than worker cores: their
 // transform time is CPU work and contention, not waiting for a core. A
 // weighted line through (busy cores, transform ms) gives the cost at one
-// core and the growth to all of them (clamped to x1..x3: fewer trials than
-// that can be noise). Not used when the transform takes under `min_ms`.
+// core and the growth to all of them (x1 to the lesser of x3 and the core
+// count: a falling line is noise, a steeper one more than trials of seconds
+// can show). Not used when the transform takes under `min_ms`.
 CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape& node, double min_ms = 0.05);
 
 // The workload with its CPU distribution scaled to `f.cpu_ms` (its shape

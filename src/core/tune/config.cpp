@@ -15,7 +15,8 @@ Json trial_json(const Trial& t) {
           {"round", t.round},                     {"ok", t.ok},
           {"note", t.note},                       {"model_samples_per_s", t.model_samples_per_s},
           {"transform_ms", t.transform_samples ? Json(t.transform_ms) : Json(nullptr)},
-          {"transform_samples", t.transform_samples}};
+          {"transform_samples", t.transform_samples},
+          {"too_short", t.too_short}};
 }
 
 template <typename T>
@@ -193,6 +194,7 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
     trial.model_samples_per_s = get_or<double>(t, "model_samples_per_s", 0);
     trial.transform_ms = get_or<double>(t, "transform_ms", 0);
     trial.transform_samples = get_or<std::uint64_t>(t, "transform_samples", 0);
+    trial.too_short = get_or<bool>(t, "too_short", false);
     c.trials.push_back(trial);
   }
   c.pinned_bytes_per_rank = get_or<std::uint64_t>(doc.value("memory", Json::object()), "pinned_bytes_per_rank", 0);

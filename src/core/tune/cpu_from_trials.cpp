@@ -24,6 +24,10 @@ CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape&
   std::vector<Point> points;
   std::set<double> distinct;
   for (const auto& t : trials) {
+    // Busy cores: the workers alone. The ranks' loops also spin their CPU
+    // per batch (tune --from) on these cores, a small share of each step;
+    // the transform times then include some waiting for a core, which the
+    // fit reads as slowdown, and the model charges that loop CPU again.
     const double busy = static_cast<double>(t.candidate.workers) * node.ranks;
     if (!t.ok || t.transform_samples == 0 || busy > cores + 1e-9) continue;
     const double x = cores > 1 ? (busy - 1) / (cores - 1) : 0.0;  // 0: one core busy .. 1: all
@@ -55,13 +59,18 @@ CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape&
     slope = sxx > 0 ? sxy / sxx : 0;
     a = mean_y - slope * mean_x;
   }
-  double k = a > 0 ? 1 + slope / a : 1;
-  if (a <= 0 || k < 1) {  // faster with more cores busy: noise; one figure for all
-    k = 1;
+  // At most x3, and never more than the cores: a growth of k with all C
+  // cores busy makes them C / k times one core, and beyond k = C more busy
+  // cores would do less in all, which no trial can have shown.
+  const double cap = std::clamp(cores, 1.0, 3.0);
+  double k = 1;
+  if (slope <= 0) {  // faster with more cores busy: noise; one figure for all
     a = mean_y;
-  } else if (k > 3) {  // beyond what the model's clamp allows: keep the line's mean
-    k = 3;
+  } else if (a <= 0 || 1 + slope / a > cap) {  // steeper than the cap: keep the line's mean
+    k = cap;
     a = mean_y / (1 + (k - 1) * mean_x);
+  } else {
+    k = 1 + slope / a;
   }
   out.used = true;
   out.cpu_ms = a;

@@ -238,7 +238,8 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
   // (8 workers of the incident's job on FUSE, once, in 6 s) rules nothing
   // out: the model's favourite still gets its full trial when it was one.
   const auto ranked = ranked_by_model(predictions, options.prefetch_cost);
-  const auto favourite = model_pick(ranked, ranked.front().candidate.workers, options.prefetch_cost);
+  const auto favourite =
+      ranked.empty() ? std::nullopt : model_pick(ranked, ranked.front().candidate.workers, options.prefetch_cost);
   const bool favourite_short_ran =
       favourite && std::any_of(log.result.trials.begin(), log.result.trials.end(), [&](const Trial& t) {
         return t.round == 1 && t.candidate == *favourite && (t.ok || t.too_short);
@@ -274,14 +275,16 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     // one short trial of a job is noisy (start-up, an epoch's drain in a few
     // seconds' window), and dropping a config on it alone once chose 6
     // workers for the incident where 8 ran 30% faster.
-    if (full_best && favourite && !(*favourite == best) && favourite_short_ran &&
-        !trial_of(log.result.trials, *favourite, 2) &&
+    const bool favourite_full_ran =
+        favourite && std::any_of(log.result.trials.begin(), log.result.trials.end(),
+                                 [&](const Trial& t) { return t.round == 2 && t.candidate == *favourite; });
+    if (full_best && favourite && !(*favourite == best) && favourite_short_ran && !favourite_full_ran &&
         predicted(predictions, *favourite) >= (1 + 3 * options.tolerance) * predicted(predictions, best)) {
       log.run(*favourite, options.trial_seconds, 2);
     }
     // One step down the knee: the chosen config's next fewer workers, when
-    // no trial has ruled it out (never tried, or its short trial was near
-    // the chosen one's). A model misled by a noisy measurement can leave the
+    // no trial has ruled it out (never tried, its short trial ran out of
+    // time, or was near the chosen one's). A model misled by a noisy measurement can leave the
     // cheaper config out of the shortlist, and the rule "cheapest within the
     // tolerance" can only pick among configs that were tried.
     const auto so_far = choose(log.result.trials, options.tolerance, options.prefetch_cost);
@@ -291,7 +294,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
       const Trial* fewer_short = fewer ? trial_of(log.result.trials, *fewer, 1) : nullptr;
       const Trial* chosen_short = trial_of(log.result.trials, so_far->chosen.candidate, 1);
       const bool failed = fewer && std::any_of(log.result.trials.begin(), log.result.trials.end(),
-                                               [&](const Trial& t) { return !t.ok && t.candidate == *fewer; });
+                                               [&](const Trial& t) { return !t.ok && !t.too_short && t.candidate == *fewer; });
       const bool slower = fewer_short && chosen_short &&
                           fewer_short->samples_per_s < (1 - 2 * options.tolerance) * chosen_short->samples_per_s;
       if (fewer && !failed && !slower && !trial_of(log.result.trials, *fewer, 2)) log.run(*fewer, options.trial_seconds, 2);
