@@ -181,64 +181,60 @@ TEST(Search, AWrongModelIsCorrectedByTrials) {
   EXPECT_EQ(r.choice->chosen.candidate.workers, 4);
 }
 
-TEST(Search, TheModelsClearFavouriteGetsAFullTrialWhenOneShortTrialSaysOtherwise) {
-  // The incident's FUSE job: 8 workers run at 106/s, 6 at 86/s, and the
-  // model sees that gap; one short trial of 8 workers read 70 (a slow
-  // start), which put 6 workers first in the short round.
-  const auto space = default_space(8);
-  auto model = [](const Candidate& c) { return c.workers * 13.0; };
+// The incident's FUSE job: 8 workers run at 106/s, 6 at 86/s, and the
+// model sees that gap. `short_eight` is what 8 workers' short trial reads
+// (0: failed, -1: ran out of time); the other trials read the truth.
+struct IncidentSearch {
   SearchOptions o;
-  ScriptedRunner runner([&](const Candidate& c, double seconds) {
-    if (c.workers == 8 && seconds == o.first_round_seconds) return 70.0;
-    return std::min(c.workers * 13.5, 106.0);
+  ScriptedRunner runner;
+  SearchResult r;
+  explicit IncidentSearch(std::function<double(const Candidate&, double)> trial) : runner(std::move(trial)) {
+    const auto space = default_space(8);
+    r = model_search(predict(space, [](const Candidate& c) { return c.workers * 13.0; }), space, runner, o);
+  }
+};
+double incident_job(const Candidate& c) { return std::min(c.workers * 13.5, 106.0); }
+IncidentSearch with_short_eight(double short_eight) {
+  const double first_round = SearchOptions{}.first_round_seconds;
+  return IncidentSearch([=](const Candidate& c, double seconds) {
+    return c.workers == 8 && seconds == first_round ? short_eight : incident_job(c);
   });
-  const auto r = model_search(predict(space, model), space, runner, o);
-  ASSERT_TRUE(r.choice);
-  EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{6, 8}));
-  EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
+}
+
+// One short trial of 8 workers read 70 (a slow start), which put 6 workers
+// first in the short round.
+TEST(Search, TheModelsClearFavouriteGetsAFullTrialWhenOneShortTrialSaysOtherwise) {
+  const auto s = with_short_eight(70.0);
+  ASSERT_TRUE(s.r.choice);
+  EXPECT_EQ(full_trial_workers(s.runner, s.o), (std::vector<int>{6, 8}));
+  EXPECT_EQ(s.r.choice->chosen.candidate.workers, 8);
 }
 
 // The same job, where 8 workers' short trial printed no figure at all in
 // its 6 s: a longer trial can still measure it. A job that failed at 8
 // workers (an error, not the clock) gets no second try.
 TEST(Search, AShortTrialThatRanOutOfTimeDoesNotRuleOutTheModelsFavourite) {
-  const auto space = default_space(8);
-  auto model = [](const Candidate& c) { return c.workers * 13.0; };
-  SearchOptions o;
-  for (const double short_eight : {-1.0, 0.0}) {
-    ScriptedRunner runner([&](const Candidate& c, double seconds) {
-      if (c.workers == 8 && seconds == o.first_round_seconds) return short_eight;
-      return std::min(c.workers * 13.5, 106.0);
-    });
-    const auto r = model_search(predict(space, model), space, runner, o);
-    ASSERT_TRUE(r.choice);
-    if (short_eight < 0) {
-      EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{6, 8}));
-      EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
-    } else {
-      EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{6}));
-      EXPECT_EQ(r.choice->chosen.candidate.workers, 6);
-    }
-  }
+  const auto out_of_time = with_short_eight(-1.0);
+  ASSERT_TRUE(out_of_time.r.choice);
+  EXPECT_EQ(full_trial_workers(out_of_time.runner, out_of_time.o), (std::vector<int>{6, 8}));
+  EXPECT_EQ(out_of_time.r.choice->chosen.candidate.workers, 8);
+  const auto failed = with_short_eight(0.0);
+  ASSERT_TRUE(failed.r.choice);
+  EXPECT_EQ(full_trial_workers(failed.runner, failed.o), (std::vector<int>{6}));
+  EXPECT_EQ(failed.r.choice->chosen.candidate.workers, 6);
 }
 
 // A job whose start-up outlasts the short round prints nothing in any short
 // trial: the model's favourite still gets a full one, and is chosen.
 TEST(Search, WhenEveryShortTrialRanOutOfTimeTheFavouriteGetsAFullOne) {
-  const auto space = default_space(8);
-  auto model = [](const Candidate& c) { return c.workers * 13.0; };
-  SearchOptions o;
-  ScriptedRunner runner([&](const Candidate& c, double seconds) {
-    return seconds == o.first_round_seconds ? -1.0 : std::min(c.workers * 13.5, 106.0);
-  });
-  const auto r = model_search(predict(space, model), space, runner, o);
-  ASSERT_TRUE(r.choice);
-  EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{8}));
-  EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
-  ScriptedRunner failing([](const Candidate&) { return 0.0; });  // real failures: nothing more is tried
-  const auto none = model_search(predict(space, model), space, failing, o);
-  EXPECT_FALSE(none.choice);
-  EXPECT_TRUE(full_trial_workers(failing, o).empty());
+  const double first_round = SearchOptions{}.first_round_seconds;
+  const IncidentSearch s([=](const Candidate& c, double seconds) { return seconds == first_round ? -1.0 : incident_job(c); });
+  ASSERT_TRUE(s.r.choice);
+  EXPECT_EQ(full_trial_workers(s.runner, s.o), (std::vector<int>{8}));
+  EXPECT_EQ(s.r.choice->chosen.candidate.workers, 8);
+  const IncidentSearch failing([](const Candidate&, double) { return 0.0; });  // real failures: nothing more is tried
+  EXPECT_FALSE(failing.r.choice);
+  EXPECT_TRUE(full_trial_workers(failing.runner, failing.o).empty());
 }
 
 // One step down the knee counts a timed-out short trial as untried: on 3
