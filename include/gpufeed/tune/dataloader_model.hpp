@@ -24,6 +24,7 @@ class Distribution {
   double quantile(double q) const;
   bool empty() const { return values_.empty(); }
   const std::vector<double>& values() const { return values_; }
+  Distribution scaled(double k) const;  // every value times k: the same shape, k times the mean
 
  private:
   std::vector<double> values_;  // sorted

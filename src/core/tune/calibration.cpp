@@ -8,16 +8,6 @@
 #include <map>
 
 namespace gpufeed::tune {
-namespace {
-
-Distribution scaled(const Distribution& d, double k) {
-  std::vector<double> v = d.values();
-  for (auto& x : v) x *= k;
-  return Distribution(std::move(v));
-}
-
-}  // namespace
-
 std::string Calibration::describe() const {
   if (trials_used == 0) return "no other config's trial to fit to: the raw model";
   return fmt::format("x{:.2f} per sample, x{:.2f} step, fitted to {} other {} ({} full, {} short-round)", sample_factor,
@@ -27,9 +17,9 @@ std::string Calibration::describe() const {
 
 Workload calibrated(const Workload& w, double sample_factor, double step_factor) {
   Workload c = w;
-  for (auto& level : c.storage.levels) level.latency = scaled(level.latency, sample_factor);
-  c.cpu_ms = scaled(c.cpu_ms, sample_factor);
-  c.step_ms = scaled(c.step_ms, step_factor);
+  for (auto& level : c.storage.levels) level.latency = level.latency.scaled(sample_factor);
+  c.cpu_ms = c.cpu_ms.scaled(sample_factor);
+  c.step_ms = c.step_ms.scaled(step_factor);
   return c;
 }
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 namespace gpufeed::tune {
 
@@ -22,7 +21,6 @@ CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape&
     double x, y, weight;
   };
   std::vector<Point> points;
-  std::set<double> distinct;
   for (const auto& t : trials) {
     // Busy cores: the workers alone. The ranks' loops also spin their CPU
     // per batch (tune --from) on these cores, a small share of each step;
@@ -32,7 +30,6 @@ CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape&
     if (!t.ok || t.transform_samples == 0 || busy > cores + 1e-9) continue;
     const double x = cores > 1 ? (busy - 1) / (cores - 1) : 0.0;  // 0: one core busy .. 1: all
     points.push_back({x, t.transform_ms, static_cast<double>(t.transform_samples)});
-    distinct.insert(x);
   }
   if (points.empty()) {
     out.why_not = "no trial kept its workers within the worker cores";
@@ -49,16 +46,13 @@ CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape&
     out.why_not = fmt::format("the trials' transform took {:.3f} ms per sample: too little CPU to refit", mean_y);
     return out;
   }
-  double a = mean_y, slope = 0;
-  if (distinct.size() > 1) {
-    double sxx = 0, sxy = 0;
-    for (const auto& p : points) {
-      sxx += p.weight * (p.x - mean_x) * (p.x - mean_x);
-      sxy += p.weight * (p.x - mean_x) * (p.y - mean_y);
-    }
-    slope = sxx > 0 ? sxy / sxx : 0;
-    a = mean_y - slope * mean_x;
+  double sxx = 0, sxy = 0;  // zero spread in x (one busy-core count): no slope
+  for (const auto& p : points) {
+    sxx += p.weight * (p.x - mean_x) * (p.x - mean_x);
+    sxy += p.weight * (p.x - mean_x) * (p.y - mean_y);
   }
+  const double slope = sxx > 0 ? sxy / sxx : 0;
+  double a = mean_y - slope * mean_x;
   // At most x3, and never more than the cores: a growth of k with all C
   // cores busy makes them C / k times one core, and beyond k = C more busy
   // cores would do less in all, which no trial can have shown.
@@ -82,10 +76,7 @@ CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape&
 Workload with_cpu_from_trials(const Workload& w, const CpuFromTrials& f) {
   if (!f.used || w.cpu_ms.mean() <= 0) return w;
   Workload out = w;
-  std::vector<double> v = w.cpu_ms.values();
-  const double k = f.cpu_ms / w.cpu_ms.mean();
-  for (auto& x : v) x *= k;
-  out.cpu_ms = Distribution(std::move(v));
+  out.cpu_ms = w.cpu_ms.scaled(f.cpu_ms / w.cpu_ms.mean());
   out.cpu_slowdown_all_cores = f.slowdown;
   return out;
 }

@@ -23,6 +23,12 @@ Distribution::Distribution(std::vector<double> values_ms) : values_(std::move(va
 
 Distribution Distribution::constant(double ms) { return Distribution({ms}); }
 
+Distribution Distribution::scaled(double k) const {
+  std::vector<double> v = values_;
+  for (auto& x : v) x *= k;
+  return Distribution(std::move(v));
+}
+
 Distribution Distribution::lognormal(double median_ms, double sigma, int n) {
   std::vector<double> v;
   for (int i = 0; i < n; ++i) {  // mid-point quantiles

@@ -130,6 +130,12 @@ double predicted(const std::vector<Prediction>& predictions, const Candidate& c)
   return 0;
 }
 
+// Whether any trial of `c` passes `test`.
+template <typename Test>
+bool any_trial_of(const std::vector<Trial>& trials, const Candidate& c, Test test) {
+  return std::any_of(trials.begin(), trials.end(), [&](const Trial& t) { return t.candidate == c && test(t); });
+}
+
 const Trial* trial_of(const std::vector<Trial>& trials, const Candidate& c, int round) {
   for (const auto& t : trials) {
     if (t.ok && t.round == round && t.candidate == c) return &t;
@@ -240,10 +246,9 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
   const auto ranked = ranked_by_model(predictions, options.prefetch_cost);
   const auto favourite =
       ranked.empty() ? std::nullopt : model_pick(ranked, ranked.front().candidate.workers, options.prefetch_cost);
-  const bool favourite_short_ran =
-      favourite && std::any_of(log.result.trials.begin(), log.result.trials.end(), [&](const Trial& t) {
-        return t.round == 1 && t.candidate == *favourite && (t.ok || t.too_short);
-      });
+  const bool favourite_short_ran = favourite && any_trial_of(log.result.trials, *favourite, [](const Trial& t) {
+    return t.round == 1 && (t.ok || t.too_short);
+  });
   if (first.empty() && favourite_short_ran) log.run(*favourite, options.trial_seconds, 2);
   // Round 2: a full trial for the round-1 best, then for the preferred
   // (cheapest) configs near it, cheapest first, until one comes within the
@@ -276,25 +281,25 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     // seconds' window), and dropping a config on it alone once chose 6
     // workers for the incident where 8 ran 30% faster.
     const bool favourite_full_ran =
-        favourite && std::any_of(log.result.trials.begin(), log.result.trials.end(),
-                                 [&](const Trial& t) { return t.round == 2 && t.candidate == *favourite; });
+        favourite && any_trial_of(log.result.trials, *favourite, [](const Trial& t) { return t.round == 2; });
     if (full_best && favourite && !(*favourite == best) && favourite_short_ran && !favourite_full_ran &&
         predicted(predictions, *favourite) >= (1 + 3 * options.tolerance) * predicted(predictions, best)) {
       log.run(*favourite, options.trial_seconds, 2);
     }
     // One step down the knee: the chosen config's next fewer workers, when
     // no trial has ruled it out (never tried, its short trial ran out of
-    // time, or was near the chosen one's). A model misled by a noisy measurement can leave the
-    // cheaper config out of the shortlist, and the rule "cheapest within the
-    // tolerance" can only pick among configs that were tried.
+    // time, or was near the chosen one's). A model misled by a noisy
+    // measurement can leave the cheaper config out of the shortlist, and the
+    // rule "cheapest within the tolerance" can only pick among configs that
+    // were tried.
     const auto so_far = choose(log.result.trials, options.tolerance, options.prefetch_cost);
     const int wi = so_far ? index_of(space.workers, so_far->chosen.candidate.workers) : -1;
     if (wi > 0) {
       const auto fewer = model_pick(ranked, space.workers[static_cast<std::size_t>(wi - 1)], options.prefetch_cost);
       const Trial* fewer_short = fewer ? trial_of(log.result.trials, *fewer, 1) : nullptr;
       const Trial* chosen_short = trial_of(log.result.trials, so_far->chosen.candidate, 1);
-      const bool failed = fewer && std::any_of(log.result.trials.begin(), log.result.trials.end(),
-                                               [&](const Trial& t) { return !t.ok && !t.too_short && t.candidate == *fewer; });
+      const bool failed =
+          fewer && any_trial_of(log.result.trials, *fewer, [](const Trial& t) { return !t.ok && !t.too_short; });
       const bool slower = fewer_short && chosen_short &&
                           fewer_short->samples_per_s < (1 - 2 * options.tolerance) * chosen_short->samples_per_s;
       if (fewer && !failed && !slower && !trial_of(log.result.trials, *fewer, 2)) log.run(*fewer, options.trial_seconds, 2);
