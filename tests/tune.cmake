@@ -3,6 +3,7 @@ gpufeed_test_suite(gpufeed_tune_unit_tests unit
   unit/tune_calibration_test.cpp
   unit/tune_cpu_from_trials_test.cpp
   unit/tune_from_diagnosis_test.cpp
+  unit/tune_job_cpu_test.cpp
   unit/tune_model_test.cpp
   unit/tune_search_test.cpp)
 gpufeed_test_suite(gpufeed_tune_system_tests system

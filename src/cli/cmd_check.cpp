@@ -92,7 +92,7 @@ int run_check(CheckOptions& o, Context& ctx) {
       if (c.workload.target == "exec") {
         runner = std::make_unique<ExecTrialRunner>(
             ExecTrialSetup{c.workload.exec, c.workload.metric_regex.empty() ? "samples/s: ([0-9.]+)" : c.workload.metric_regex,
-                           c.batch_size, &stop.flag()});
+                           c.batch_size, &stop.flag(), std::max(1, c.workload.ranks)});
       } else {
         source = open_data(data, ctx.io);
         samples = list_data(*source, ctx.io, o.output.quiet);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/cpulist.hpp"
@@ -22,6 +23,7 @@
 #include "gpufeed/tune/calibration.hpp"
 #include "gpufeed/tune/cpu_from_trials.hpp"
 #include "gpufeed/tune/from_diagnosis.hpp"
+#include "gpufeed/tune/job_cpu.hpp"
 #include "gpufeed/tune/profile.hpp"
 #include "gpufeed/units.hpp"
 #include "tune_measure.hpp"
@@ -496,7 +498,8 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   rep.phase(4, fmt::format("verify: {} search, {} target", r.search, r.exec.empty() ? "built-in loader" : "your job"));
   std::unique_ptr<tune::TrialRunner> runner;
   if (!r.exec.empty()) {
-    runner = std::make_unique<ExecTrialRunner>(ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, &stop.flag()});
+    runner = std::make_unique<ExecTrialRunner>(
+        ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, &stop.flag(), budget.ranks});
   } else {
     BuiltinTrialSetup setup;
     setup.source = source.get();
@@ -517,6 +520,25 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   so.first_round_seconds = std::min(r.first_round_s, r.trial_s);
   so.prefetch_cost = {m.workload.batch_bytes, tune::free_prefetch_bytes(static_cast<double>(budget.mem_per_rank))};
   so.stop = &stop.flag();
+  // A job's trials read its own CPU (its workers' per sample, its loop's
+  // per batch: job_cpu.hpp), which phase 2's built-in measurement cannot
+  // see: the search's later picks and its choice use the model refitted to them.
+  auto job_workload = [&](const std::vector<tune::Trial>& trials) -> std::optional<tune::Workload> {
+    const auto cpu = tune::job_cpu_from_trials(trials, node);
+    // A diagnosis already split its loop's CPU from the step (above).
+    const double loop = r.loop_cpu_ms_per_sample > 0 ? 0 : tune::loop_cpu_from_trials(trials);
+    if (!cpu.used && loop <= 0) return std::nullopt;
+    tune::Workload w = tune::with_job_cpu(m.workload, cpu);
+    if (loop > 0) w.loop_cpu_ms = tune::Distribution::constant(loop);
+    return w;
+  };
+  if (!r.exec.empty()) {
+    so.refit = [&](const std::vector<tune::Trial>& trials) {
+      const auto w = job_workload(trials);
+      std::vector<std::string> ignored;  // the same candidates fit the budget as before
+      return w ? predict_all(*w, node, space, budget.mem_per_rank, ignored) : std::vector<Prediction>{};
+    };
+  }
   if (r.budget_s > 0) {
     so.budget_seconds = std::max(0.0, r.budget_s - std::chrono::duration<double>(Clock::now() - started).count());
   }
@@ -553,7 +575,22 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   // Phase 2 timed the transform for under a second; the built-in trials
   // timed every sample they built, over the whole search: the model's final
   // figures (prediction, each trial's model figure, the advice) use theirs.
-  if (r.exec.empty()) {
+  if (!r.exec.empty()) {
+    if (const auto w = job_workload(result.trials)) {
+      const auto cpu = tune::job_cpu_from_trials(result.trials, node);
+      const double loop = w->loop_cpu_ms.mean();
+      rep.line(fmt::format("your job's CPU in the trials: its workers {}, its loop {}; the model's figures below use it "
+                           "(phase 2 measured the built-in transform at {:.3f} ms per sample)",
+                           cpu.used ? cpu.describe() : "not measured",
+                           loop > 0 ? fmt::format("{:.2f} ms per batch on the shared cores", loop)
+                                    : std::string(r.loop_cpu_ms_per_sample > 0 ? "as the diagnosis measured" : "not measured"),
+                           m.cpu_mean_ms));
+      m.workload = *w;
+      m.cpu_mean_ms = m.workload.cpu_ms.mean();
+      std::vector<std::string> ignored;
+      predictions = predict_all(m.workload, node, space, budget.mem_per_rank, ignored);
+    }
+  } else {
     const auto from_trials = tune::cpu_from_trials(result.trials, node);
     if (from_trials.used) {
       rep.line(fmt::format("CPU per sample in the trials: {} (phase 2 measured {:.3f} ms); the model's figures below use it",

@@ -14,6 +14,8 @@
 
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/trace/proc_reader.hpp"
+#include "gpufeed/tune/job_cpu.hpp"
 
 namespace gpufeed::cli {
 
@@ -143,6 +145,24 @@ void stop_group(pid_t pid, int& status, bool& exited) {
   waitpid(pid, &status, 0);
 }
 
+// The job and every process it started, with the CPU each has spent, from
+// /proc. Descendants rather than the job's process group: a launcher such
+// as torchrun starts each rank in a session of its own. A process that ends
+// while it is read is left out.
+std::vector<tune::JobProcess> snapshot_job(pid_t job) {
+  static const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const ProcReader proc;
+  std::vector<int> pids = proc.children_of(job);
+  pids.push_back(job);
+  std::vector<tune::JobProcess> out;
+  for (int pid : pids) {
+    if (const auto stat = proc.pid_stat(pid)) {
+      out.push_back({stat->pid, stat->ppid, static_cast<double>(stat->utime + stat->stime) / ticks_per_s});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
@@ -169,8 +189,21 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   bool out_of_time = false;  // the trial's time ran out while the job still ran
   int status = 0;
   auto deadline = start + std::chrono::duration<double>(seconds);
+  // The job's CPU by role: a snapshot of its processes when it first prints
+  // its metric (past its start-up: imports, spawning workers), and the
+  // latest one, each second (a walk of /proc costs a little CPU), until its
+  // time is up.
+  bool metric_seen = false;
+  std::vector<tune::JobProcess> cpu_first, cpu_last;
+  Clock::time_point cpu_first_at, cpu_last_at;
+  auto snapshot = [&] {
+    cpu_last = snapshot_job(pid);
+    cpu_last_at = Clock::now();
+  };
   for (;;) {
+    if (metric_seen && !asked_to_stop && Clock::now() - cpu_last_at >= std::chrono::seconds(1)) snapshot();
     if (!asked_to_stop && ((setup_.stop && setup_.stop->load()) || Clock::now() >= deadline)) {
+      if (metric_seen) snapshot();
       // Time is up: SIGTERM the job's group and keep reading a little, so a
       // job that reports its steady-state figure on SIGTERM is heard.
       siginfo_t info{};  // peek, without reaping: is the job itself still running?
@@ -188,7 +221,17 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
       char buf[4096];
       const ssize_t n = read(fds[0], buf, sizeof buf);
       if (n > 0) {
+        // The new text, from the start of its first line (a line can arrive in pieces).
+        const auto line_start = output.rfind('\n');
+        const std::size_t scan_from = line_start == std::string::npos ? 0 : line_start + 1;
         output.append(buf, static_cast<std::size_t>(n));
+        if (!metric_seen && !asked_to_stop &&
+            std::regex_search(output.cbegin() + static_cast<std::ptrdiff_t>(scan_from), output.cend(), metric_)) {
+          metric_seen = true;
+          snapshot();
+          cpu_first = cpu_last;
+          cpu_first_at = cpu_last_at;
+        }
         if (output.size() > (1 << 20)) output.erase(0, output.size() - (1 << 19));  // keep the tail
         continue;
       }
@@ -224,6 +267,13 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     return trial;
   }
   trial.samples_per_s = *value;
+  const double window = std::chrono::duration<double>(cpu_last_at - cpu_first_at).count();
+  // An empty first snapshot (/proc unreadable then) would count every
+  // process as born in the window, start-up and all.
+  if (metric_seen && !cpu_first.empty() && window >= 1.0) {
+    tune::record_job_cpu(trial, tune::job_cpu_between(cpu_first, cpu_last), trial.samples_per_s, window,
+                         setup_.batch_size, setup_.ranks);
+  }
   return trial;
 }
 

@@ -45,6 +45,7 @@ struct ExecTrialSetup {
   std::string metric_regex;
   int batch_size = 32;
   const std::atomic<bool>* stop = nullptr;
+  int ranks = 1;  // the job's ranks on this node: its CPU is read only when as many loops are found
 };
 
 // Fills the placeholders; a usage error for an unknown one.

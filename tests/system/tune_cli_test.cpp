@@ -290,6 +290,46 @@ TEST(TuneCli, ExecJobSlowerToStartThanTheShortRoundStillGetsAFullTrial) {
   }
 }
 
+// A real job of processes: a loop (sh) that prints its figure and starts
+// {num_workers} workers that spin. The trials read the workers' CPU from
+// /proc: each spins whatever CPU it gets, so the CPU per sample is what the
+// workers got over 100 samples/s, and the loop, which mostly sleeps, spends
+// far less.
+TEST(TuneCli, ExecTrialsReadTheJobsOwnCpuFromItsProcesses) {
+  TempDir dir;
+  const auto out = dir / "config.json";
+  const auto job = dir.write("job.sh",
+                             "spin() { while :; do :; done; }\n"
+                             "i=0; while [ $i -lt $1 ]; do spin & i=$((i + 1)); done\n"
+                             "while :; do echo \"samples/s: 100\"; sleep 0.2; done\n");
+  auto args = quick_tune(out);
+  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
+  *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = "2";
+  *(std::find(args.begin(), args.end(), "--first-round-seconds") + 1) = "1.5";
+  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("your job's CPU in the trials: its workers"), std::string::npos) << r.out;
+  const auto doc = load(out);
+  EXPECT_EQ(schema_errors("config", doc), "");
+  int measured = 0;
+  for (const auto& t : doc["search"]["trials"]) {
+    if (!t["ok"].get<bool>() || t["transform_ms"].is_null()) continue;
+    ++measured;
+    // One spinning worker on a core of its own: 1 s of CPU a second over
+    // 100 samples, 10 ms each; a busy machine gives it less, never more.
+    const double per_worker = t["transform_ms"].get<double>() / t["num_workers"].get<int>();
+    EXPECT_GT(per_worker, 1.0) << t.dump();
+    EXPECT_LT(per_worker, 12.0) << t.dump();
+    // The loop sleeps: its CPU per batch is far under the workers' per batch
+    // (quick_tune's batch of 4), and none at all reads as null.
+    const double loop = t["loop_cpu_ms"].is_null() ? 0.0 : t["loop_cpu_ms"].get<double>();
+    constexpr int kBatch = 4;
+    EXPECT_LT(loop, t["transform_ms"].get<double>() * kBatch / 2) << t.dump();
+  }
+  EXPECT_GE(measured, 2) << r.out;
+}
+
 TEST(TuneCli, BadRequestsAreUsageErrors) {
   EXPECT_EQ(run_cli({"tune", "--batch-size", "4"}).code, 2) << "no --data";
   EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--search", "random"}).code, 2);

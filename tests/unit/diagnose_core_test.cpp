@@ -202,7 +202,7 @@ TEST(ProcStats, ProcStatAndCpuUse) {
 
 TEST(ProcStats, PidStatWithAwkwardComm) {
   const char* text =
-      "4242 (pt_data_worker (1)) S 4200 4242 4200 0 -1 4194560 100 0 0 0 350 120 0 0 20 0 3 0 12345 1000000 2560 "
+      "4242 (pt_data_worker (1)) S 4200 4100 4200 0 -1 4194560 100 0 0 0 350 120 0 0 20 0 3 0 12345 1000000 2560 "
       "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
   auto p = parse_pid_stat(text);
   ASSERT_TRUE(p);
@@ -210,6 +210,7 @@ TEST(ProcStats, PidStatWithAwkwardComm) {
   EXPECT_EQ(p->comm, "pt_data_worker (1)");
   EXPECT_EQ(p->state, 'S');
   EXPECT_EQ(p->ppid, 4200);
+  EXPECT_EQ(p->pgrp, 4100);
   EXPECT_EQ(p->utime, 350U);
   EXPECT_EQ(p->stime, 120U);
   EXPECT_EQ(p->threads, 3);

@@ -27,6 +27,7 @@ struct PidStat {
   std::string comm;
   char state = '?';
   int ppid = 0;
+  int pgrp = 0;  // process group
   std::uint64_t utime = 0, stime = 0;  // clock ticks
   std::uint64_t rss_pages = 0;
   int threads = 0;

@@ -20,6 +20,7 @@ struct CpuFromTrials {
   double cpu_ms = 0;       // per sample with one core busy
   double slowdown = 1;     // Workload::cpu_slowdown_all_cores
   int trials = 0;          // trials the figures came from
+  bool mean_only = false;  // a mean over trials that all had more workers than cores: no growth measured
   std::string why_not;     // when not used
   std::string describe() const;  // "2.610 ms per sample with 1 core busy, x1.05 with all worker cores (5 trials)"
 };

@@ -59,10 +59,12 @@ struct Trial {
   // longer trial can still measure.
   bool too_short = false;
   double model_samples_per_s = 0;  // the raw model's figure for this config (0: none); set by tune for the record
-  // Built-in trials: the mean time each sample's transform took (all
-  // ranks), and over how many samples; 0 for a job's trial.
+  // The CPU per sample, and over how many samples: built-in trials time
+  // each sample's transform (all ranks); a job's trials read its workers'
+  // CPU from /proc (job_cpu.hpp). 0: not measured.
   double transform_ms = 0;
   std::uint64_t transform_samples = 0;
+  double loop_cpu_ms = 0;  // a job's trials: its loop process's CPU per batch (0: not measured)
 };
 
 class TrialRunner {
@@ -82,6 +84,11 @@ struct SearchOptions {
   double budget_seconds = 0;       // wall-time budget of all trials; 0: none
   std::function<void(const Trial&, const std::optional<Trial>& best)> on_trial;
   const std::atomic<bool>* stop = nullptr;
+  // The model again, from what the trials so far measured (tune --exec: the
+  // job's own CPU per sample and per batch, job_cpu.hpp); empty: keep the
+  // predictions given. model_search asks after the short round, for the
+  // full trials it picks, and after the last trial, for the choice.
+  std::function<std::vector<Prediction>(const std::vector<Trial>&)> refit;
 };
 
 struct Choice {
@@ -105,9 +112,19 @@ struct SearchResult {
 std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, const SearchSpace& space, int k,
                                  const PrefetchCost& cost = {});
 
+// How far a config's full trial landed from its short one, the most over the
+// configs that had both (0: none had): what one trial of this target on
+// this machine can be off by.
+double repeat_spread(const std::vector<Trial>& trials);
+
 // Of the successful trials (full rounds preferred), the preferred one within
-// `tolerance` of the best.
-std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance, const PrefetchCost& cost = {});
+// `tolerance` of the best. Given a `model` refitted to these trials, a
+// preferred config also wins when it came within the tolerance plus
+// repeat_spread() (counted up to twice the tolerance) of the best and the
+// model predicts it within the tolerance of the best too: the trials cannot
+// tell the two apart, and the model says the cheaper one gives up nothing.
+std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance, const PrefetchCost& cost = {},
+                             const std::vector<Prediction>* model = nullptr);
 
 SearchResult model_search(const std::vector<Prediction>& predictions, const SearchSpace& space, TrialRunner& runner,
                           const SearchOptions& options);

@@ -77,6 +77,7 @@ std::optional<PidStat> parse_pid_stat(std::string_view text) {
   if (f.size() < 22 || f[0].empty()) return std::nullopt;
   p.state = f[0][0];
   p.ppid = num<int>(f[1]);
+  p.pgrp = num<int>(f[2]);
   p.utime = num<std::uint64_t>(f[11]);
   p.stime = num<std::uint64_t>(f[12]);
   p.threads = num<int>(f[17]);

@@ -16,6 +16,7 @@ Json trial_json(const Trial& t) {
           {"note", t.note},                       {"model_samples_per_s", t.model_samples_per_s},
           {"transform_ms", t.transform_samples ? Json(t.transform_ms) : Json(nullptr)},
           {"transform_samples", t.transform_samples},
+          {"loop_cpu_ms", t.transform_samples && t.loop_cpu_ms > 0 ? Json(t.loop_cpu_ms) : Json(nullptr)},
           {"too_short", t.too_short}};
 }
 
@@ -194,6 +195,7 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
     trial.model_samples_per_s = get_or<double>(t, "model_samples_per_s", 0);
     trial.transform_ms = get_or<double>(t, "transform_ms", 0);
     trial.transform_samples = get_or<std::uint64_t>(t, "transform_samples", 0);
+    trial.loop_cpu_ms = get_or<double>(t, "loop_cpu_ms", 0);
     trial.too_short = get_or<bool>(t, "too_short", false);
     c.trials.push_back(trial);
   }

@@ -10,6 +10,10 @@ namespace gpufeed::tune {
 
 std::string CpuFromTrials::describe() const {
   if (!used) return why_not;
+  if (mean_only) {
+    return fmt::format("{:.3f} ms per sample, the mean over {} trial{} with more workers than cores", cpu_ms, trials,
+                       trials == 1 ? "" : "s");
+  }
   return fmt::format("{:.3f} ms per sample with 1 core busy, x{:.2f} with all worker cores ({} trial{})", cpu_ms, slowdown,
                      trials, trials == 1 ? "" : "s");
 }

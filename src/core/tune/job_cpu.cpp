@@ -1,0 +1,107 @@
+// A job's CPU per role from snapshots of its process group (job_cpu.hpp).
+#include "gpufeed/tune/job_cpu.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace gpufeed::tune {
+
+JobCpu job_cpu_between(const std::vector<JobProcess>& before, const std::vector<JobProcess>& after) {
+  std::map<int, double> spent_before;
+  for (const auto& p : before) spent_before[p.pid] = p.cpu_s;
+  std::map<int, std::vector<const JobProcess*>> children;
+  std::map<int, const JobProcess*> by_pid;
+  for (const auto& p : after) by_pid[p.pid] = &p;
+  for (const auto& p : after) {
+    if (by_pid.count(p.ppid)) children[p.ppid].push_back(&p);
+  }
+  auto spent = [&](const JobProcess& p) {
+    const auto it = spent_before.find(p.pid);
+    return std::max(0.0, p.cpu_s - (it == spent_before.end() ? 0.0 : it->second));
+  };
+  JobCpu out;
+  for (const auto& [parent, kids] : children) {
+    const bool all_leaves =
+        std::all_of(kids.begin(), kids.end(), [&](const JobProcess* k) { return !children.count(k->pid); });
+    if (!all_leaves) continue;
+    ++out.loops;
+    out.loop_cpu_s += spent(*by_pid[parent]);
+    for (const auto* k : kids) {
+      ++out.workers;
+      out.worker_cpu_s += spent(*k);
+    }
+  }
+  return out;
+}
+
+void record_job_cpu(Trial& trial, const JobCpu& cpu, double samples_per_s, double seconds, int batch_size, int ranks) {
+  if (ranks < 1 || cpu.loops != ranks || cpu.workers < 1 || samples_per_s <= 0 || seconds <= 0 || batch_size < 1) return;
+  const double samples = samples_per_s * seconds * ranks;  // the metric is per rank
+  if (samples < 1) return;
+  trial.transform_ms = cpu.worker_cpu_s * 1e3 / samples;
+  trial.transform_samples = static_cast<std::uint64_t>(samples);
+  const double loop_ms = cpu.loop_cpu_s * 1e3 / samples * batch_size;
+  trial.loop_cpu_ms = loop_ms >= 0.01 ? loop_ms : 0;
+}
+
+namespace {
+
+// The full trials that measured the job's CPU, when there are any: their
+// windows are longer. A short trial's opens at the job's first figure and
+// lasts a few seconds, and on this project's 2-core VM the same job's CPU
+// per sample read 3.2-3.9 ms across such windows.
+std::vector<Trial> measured_trials(const std::vector<Trial>& trials) {
+  std::vector<Trial> out;
+  for (int round : {2, 1}) {
+    for (const auto& t : trials) {
+      if (t.ok && t.transform_samples > 0 && t.round == round) out.push_back(t);
+    }
+    if (!out.empty()) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+CpuFromTrials job_cpu_from_trials(const std::vector<Trial>& all, const NodeShape& node) {
+  const std::vector<Trial> trials = measured_trials(all);
+  CpuFromTrials out = cpu_from_trials(trials, node);
+  if (out.used) return out;
+  double samples = 0, ms = 0;
+  int n = 0;
+  for (const auto& t : trials) {
+    if (!t.ok || t.transform_samples == 0) continue;
+    samples += static_cast<double>(t.transform_samples);
+    ms += t.transform_ms * static_cast<double>(t.transform_samples);
+    ++n;
+  }
+  if (n == 0 || ms / samples < 0.05) return out;  // nothing measured, or too little CPU to matter
+  out = {};
+  out.used = true;
+  out.cpu_ms = ms / samples;
+  out.trials = n;
+  out.mean_only = true;
+  return out;
+}
+
+Workload with_job_cpu(const Workload& w, const CpuFromTrials& f) {
+  const double measured = w.cpu_ms.mean();
+  if (!f.used || (measured > 0 && f.cpu_ms <= 3 * measured && f.cpu_ms >= measured / 3)) return with_cpu_from_trials(w, f);
+  Workload out = w;
+  out.cpu_ms = Distribution::constant(f.cpu_ms);
+  out.cpu_slowdown_all_cores = f.slowdown;
+  return out;
+}
+
+double loop_cpu_from_trials(const std::vector<Trial>& trials) {
+  std::vector<double> v;
+  for (const auto& t : measured_trials(trials)) {
+    if (t.loop_cpu_ms > 0) v.push_back(t.loop_cpu_ms);
+  }
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace gpufeed::tune
