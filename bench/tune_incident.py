@@ -47,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,9 +74,18 @@ def diagnose(data, a, decode, path):
     """gpufeed diagnose attached (--pid) to the job while it starves, past
     its start-up (imports, listing), as a user would: the loop's step and
     the CPU its processes spend per sample."""
-    job = subprocess.Popen(job_cmd(data, a.diagnose_workers, 2, a, decode, a.diagnose_seconds + 30),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    job = subprocess.Popen(job_cmd(data, a.diagnose_workers, 2, a, decode, a.diagnose_seconds + 60),
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
+        # Past its start-up: its first figure, then --job-startup-seconds
+        # more. On this VM the host reclaims the page cache, and importing
+        # torch from disk once took longer than the fixed 5 s wait that was
+        # here: diagnose then saw no step at all.
+        started = time.monotonic()
+        for line in job.stdout:
+            if "samples/s" in line or time.monotonic() - started > 120:
+                break
+        threading.Thread(target=job.stdout.read, daemon=True).start()  # keep its pipe drained
         time.sleep(a.job_startup_seconds)
         cmd = [GPUFEED, "diagnose", "--pid", str(job.pid), "--duration", str(a.diagnose_seconds), "--json", path]
         # Only diagnose's own time counts: the job it watches runs anyway
@@ -270,8 +280,8 @@ def main():
     ap.add_argument("--diagnose-workers", type=int, default=1,
                     help="the job's workers while diagnose watches it (few enough that the loop waits every batch)")
     ap.add_argument("--diagnose-seconds", type=float, default=8)
-    ap.add_argument("--job-startup-seconds", type=float, default=5,
-                    help="diagnose attaches this long after the job starts")
+    ap.add_argument("--job-startup-seconds", type=float, default=2,
+                    help="diagnose attaches this long after the job prints its first figure")
     ap.add_argument("--lookup-ms", type=float, default=5)
     ap.add_argument("--getattr-ms", type=float, default=5)
     ap.add_argument("--open-ms", type=float, default=5)
