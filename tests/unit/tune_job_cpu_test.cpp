@@ -130,10 +130,7 @@ TEST(JobCpu, TrialsOfMoreWorkersThanCoresGiveTheirWeightedMean) {
 TEST(JobCpu, TheJobsCpuKeepsPhaseTwosShapeOnlyForTheSameKindOfWork) {
   Workload w;
   w.cpu_ms = Distribution({2.0, 2.5, 3.5});  // mean 2.667
-  CpuFromTrials f;
-  f.used = true;
-  f.cpu_ms = 4.0;
-  f.slowdown = 1.2;
+  CpuFromTrials f{.used = true, .cpu_ms = 4.0, .slowdown = 1.2, .trials = 1, .mean_only = false, .why_not = {}};
   const auto scaled = with_job_cpu(w, f);
   EXPECT_NEAR(scaled.cpu_ms.mean(), 4.0, 1e-9);
   EXPECT_EQ(scaled.cpu_ms.values().size(), 3u) << "a decode like phase 2's: its shape";
