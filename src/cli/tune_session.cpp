@@ -523,20 +523,26 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   // A job's trials read its own CPU (its workers' per sample, its loop's
   // per batch: job_cpu.hpp), which phase 2's built-in measurement cannot
   // see: the search's later picks and its choice use the model refitted to them.
-  auto job_workload = [&](const std::vector<tune::Trial>& trials) -> std::optional<tune::Workload> {
-    const auto cpu = tune::job_cpu_from_trials(trials, node);
+  struct JobFit {
+    tune::CpuFromTrials cpu;
+    double loop_ms = 0;
+    tune::Workload workload;
+  };
+  auto job_fit = [&](const std::vector<tune::Trial>& trials) -> std::optional<JobFit> {
+    JobFit f;
+    f.cpu = tune::job_cpu_from_trials(trials, node);
     // A diagnosis already split its loop's CPU from the step (above).
-    const double loop = r.loop_cpu_ms_per_sample > 0 ? 0 : tune::loop_cpu_from_trials(trials);
-    if (!cpu.used && loop <= 0) return std::nullopt;
-    tune::Workload w = tune::with_job_cpu(m.workload, cpu);
-    if (loop > 0) w.loop_cpu_ms = tune::Distribution::constant(loop);
-    return w;
+    f.loop_ms = r.loop_cpu_ms_per_sample > 0 ? 0 : tune::loop_cpu_from_trials(trials);
+    if (!f.cpu.used && f.loop_ms <= 0) return std::nullopt;
+    f.workload = tune::with_job_cpu(m.workload, f.cpu);
+    if (f.loop_ms > 0) f.workload.loop_cpu_ms = tune::Distribution::constant(f.loop_ms);
+    return f;
   };
   if (!r.exec.empty()) {
     so.refit = [&](const std::vector<tune::Trial>& trials) {
-      const auto w = job_workload(trials);
+      const auto f = job_fit(trials);
       std::vector<std::string> ignored;  // the same candidates fit the budget as before
-      return w ? predict_all(*w, node, space, budget.mem_per_rank, ignored) : std::vector<Prediction>{};
+      return f ? predict_all(f->workload, node, space, budget.mem_per_rank, ignored) : std::vector<Prediction>{};
     };
   }
   if (r.budget_s > 0) {
@@ -576,19 +582,19 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   // timed every sample they built, over the whole search: the model's final
   // figures (prediction, each trial's model figure, the advice) use theirs.
   if (!r.exec.empty()) {
-    if (const auto w = job_workload(result.trials)) {
-      const auto cpu = tune::job_cpu_from_trials(result.trials, node);
-      const double loop = w->loop_cpu_ms.mean();
+    // The search refitted the model to every trial for its choice: the same
+    // fit, and its predictions, serve the figures below.
+    if (const auto f = job_fit(result.trials); f && !result.refitted.empty()) {
       rep.line(fmt::format("your job's CPU in the trials: its workers {}, its loop {}; the model's figures below use it "
                            "(phase 2 measured the built-in transform at {:.3f} ms per sample)",
-                           cpu.used ? cpu.describe() : "not measured",
-                           loop > 0 ? fmt::format("{:.2f} ms per batch on the shared cores", loop)
-                                    : std::string(r.loop_cpu_ms_per_sample > 0 ? "as the diagnosis measured" : "not measured"),
+                           f->cpu.used ? f->cpu.describe() : "not measured",
+                           f->loop_ms > 0 ? fmt::format("{:.2f} ms per batch on the shared cores", f->loop_ms)
+                                          : std::string(r.loop_cpu_ms_per_sample > 0 ? "as the diagnosis measured"
+                                                                                     : "not measured"),
                            m.cpu_mean_ms));
-      m.workload = *w;
+      m.workload = f->workload;
       m.cpu_mean_ms = m.workload.cpu_ms.mean();
-      std::vector<std::string> ignored;
-      predictions = predict_all(m.workload, node, space, budget.mem_per_rank, ignored);
+      predictions = result.refitted;
     }
   } else {
     const auto from_trials = tune::cpu_from_trials(result.trials, node);

@@ -87,7 +87,8 @@ struct SearchOptions {
   // The model again, from what the trials so far measured (tune --exec: the
   // job's own CPU per sample and per batch, job_cpu.hpp); empty: keep the
   // predictions given. model_search asks after the short round, for the
-  // full trials it picks, and after the last trial, for the choice.
+  // full trials it picks, and after the last trial, for the choice; both
+  // searches keep the last answer in SearchResult::refitted.
   std::function<std::vector<Prediction>(const std::vector<Trial>&)> refit;
 };
 
@@ -102,6 +103,7 @@ struct SearchResult {
   std::optional<Choice> choice;  // none when no trial succeeded
   bool stopped_early = false;    // budget or stop flag
   double trial_seconds = 0;      // sum of trial times
+  std::vector<Prediction> refitted;  // SearchOptions::refit's model of every trial, the choice's (empty: none)
 };
 
 // The best prediction for each of the top `k` worker counts (by predicted

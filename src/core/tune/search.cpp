@@ -239,7 +239,8 @@ std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance,
   }
   if (by_model) {
     c.reason = fmt::format("{} measured {:.0f} samples/s per rank against the best's {:.0f} ({}), within the {:g}% "
-                           "tolerance plus the {:.1f}% by which one config's two trials differed here; the model, "
+                           "tolerance plus the trials' own noise here ({:.1f}%: one config's two trials, counted up to twice the "
+                           "tolerance); the model, "
                            "refitted to these trials, predicts {:.0f} against {:.0f}: the cheaper config gives up nothing "
                            "the trials can show",
                            describe(chosen.candidate), chosen.samples_per_s, best.samples_per_s, describe(best.candidate),
@@ -360,10 +361,9 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     }
   }
   // The choice, with the model refitted to every trial as its tie-breaker.
-  std::vector<Prediction> final_model;
-  if (options.refit) final_model = options.refit(log.result.trials);
+  if (options.refit) log.result.refitted = options.refit(log.result.trials);
   log.result.choice = choose(log.result.trials, options.tolerance, options.prefetch_cost,
-                             final_model.empty() ? nullptr : &final_model);
+                             log.result.refitted.empty() ? nullptr : &log.result.refitted);
   return log.result;
 }
 
@@ -372,6 +372,9 @@ SearchResult grid_search(const SearchSpace& space, TrialRunner& runner, const Se
   for (const auto& c : space.candidates()) {
     if (!log.run(c, options.trial_seconds, 2)) break;
   }
+  // Full trials only: no short-to-full noise, so the model breaks no tie;
+  // it is kept for the figures that follow the choice.
+  if (options.refit) log.result.refitted = options.refit(log.result.trials);
   log.result.choice = choose(log.result.trials, options.tolerance, options.prefetch_cost);
   return log.result;
 }
