@@ -105,5 +105,61 @@ TEST(Calibration, FailedTrialsAreIgnored) {
   EXPECT_NEAR(c.sample_factor, 1.0, 0.13);
 }
 
+// Local files on 2 cores: 3 ms of decode per sample, a 0.02 ms read, so
+// from 3 workers on they want more cores than there are.
+Workload decode_bound() {
+  Workload w;
+  w.storage.levels.push_back({1, Distribution::constant(0.02)});
+  w.cpu_ms = Distribution::constant(3.0);
+  w.batch_size = 8;
+  w.step_ms = Distribution::constant(10.0);
+  return w;
+}
+
+TEST(Calibration, CrowdingTheCoresIsWorkersTimesTheirShareOnACore) {
+  const NodeShape two_cores{1, 2};
+  EXPECT_FALSE(crowds_cores(decode_bound(), two_cores, {2, 2, true}));
+  EXPECT_TRUE(crowds_cores(decode_bound(), two_cores, {3, 2, true}));
+  EXPECT_TRUE(crowds_cores(decode_bound(), {2, 2}, {2, 2, true})) << "two ranks of 2 workers on 2 cores";
+  // A slow store: 8 workers each spend 0.5 / 30.5 of their time on a core.
+  Workload slow_store = decode_bound();
+  slow_store.storage.levels = {{1, Distribution::constant(30.0)}};
+  slow_store.cpu_ms = Distribution::constant(0.5);
+  EXPECT_FALSE(crowds_cores(slow_store, two_cores, {8, 2, true}));
+  Workload no_cpu = decode_bound();
+  no_cpu.cpu_ms = {};
+  EXPECT_FALSE(crowds_cores(no_cpu, two_cores, {8, 2, true}));
+}
+
+// The model's per-sample cost is right within the cores; the configs that
+// crowd them run 15% below it (a job's processes losing to the crowding).
+// Fitted to all trials the factor would say the chosen 2 workers are
+// slower than they are; fitted to its side of the limit, it stays near 1x.
+TEST(Calibration, OnlyTheChosenConfigsSideOfTheCoresLimitCounts) {
+  const Workload w = decode_bound();
+  const NodeShape two_cores{1, 2};
+  SimOptions o;
+  o.steps = 150;
+  std::vector<Trial> trials;
+  for (const Candidate c : {Candidate{1, 2, true}, Candidate{1, 8, true}, Candidate{4, 2, true}, Candidate{6, 2, true}}) {
+    const double raw = simulate(w, two_cores, c, o).samples_per_s;
+    trials.push_back(trial(c.workers, c.prefetch_factor, crowds_cores(w, two_cores, c) ? raw * 0.85 : raw));
+  }
+  const auto c = calibrate(w, two_cores, trials, {2, 8, true}, o);
+  EXPECT_EQ(c.trials_used, 2);
+  EXPECT_EQ(c.other_regime_left_out, 2);
+  EXPECT_NEAR(c.sample_factor, 1.0, 0.06);
+  EXPECT_NE(c.describe().find("2 left out: on the other side of the cores' limit"), std::string::npos) << c.describe();
+  // The chosen 6 workers: the two crowding trials fit it, 15% slower.
+  const auto crowded = calibrate(w, two_cores, trials, {6, 8, true}, o);
+  EXPECT_EQ(crowded.trials_used, 2);
+  EXPECT_GT(crowded.sample_factor, 1.1);
+  // With no trial on its side, all of them count rather than none.
+  const std::vector<Trial> crowding_only = {trials[2], trials[3]};
+  const auto fallback = calibrate(w, two_cores, crowding_only, {2, 8, true}, o);
+  EXPECT_EQ(fallback.trials_used, 2);
+  EXPECT_EQ(fallback.other_regime_left_out, 0);
+}
+
 }  // namespace
 }  // namespace gpufeed::tune
