@@ -246,12 +246,22 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   // The last value the job printed is its latest steady-state figure.
   std::optional<double> value;
+  bool moved = false;  // a figure above 0 at some point
   for (std::sregex_iterator it(output.begin(), output.end(), metric_), end; it != end; ++it) {
     try {
       value = std::stod((*it)[1].str());
+      moved = moved || *value > 0;
     } catch (const std::exception&) {
     }
   }
+  if (value && *value <= 0 && moved) {
+    trial.ok = false;
+    trial.note = "the job's metric fell to 0 by the end of its trial: it stalled at this config";
+    return trial;
+  }
+  // A job that reports before its first batch arrives (PyTorch's workers
+  // still importing) prints 0: no figure yet, as if it had printed none.
+  if (value && *value <= 0) value.reset();
   if (!value) {
     trial.ok = false;
     const auto last_line_start = output.find_last_of('\n', output.size() > 1 ? output.size() - 2 : 0);
@@ -263,7 +273,9 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     trial.note = job_failed
                      ? fmt::format("the job failed (status {}) before printing the metric: {}", WEXITSTATUS(status),
                                    output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1))
-                     : "no output line matched --metric-regex within the trial time (raise --trial-seconds?)";
+                     : moved || output.empty() || !std::regex_search(output, metric_)
+                           ? "no output line matched --metric-regex within the trial time (raise --trial-seconds?)"
+                           : "the job's metric read only 0 within the trial time (still starting up?): raise --trial-seconds";
     return trial;
   }
   trial.samples_per_s = *value;

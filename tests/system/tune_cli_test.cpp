@@ -262,11 +262,12 @@ TEST(TuneCli, ExecTrialsAreTimeBoundAndStopTheJobsChildren) {
 
 // A job that needs longer to start than the short round gives it: every
 // short trial ends without a figure, for want of time, and the model's
-// favourite still gets its full trial.
+// favourite still gets its full trial. Like slow_job.py before its first
+// batch, it reports 0 while it starts: that is no figure either.
 TEST(TuneCli, ExecJobSlowerToStartThanTheShortRoundStillGetsAFullTrial) {
   TempDir dir;
   const auto out = dir / "config.json";
-  const auto job = dir.write("job.sh", "sleep 1.5\necho \"samples/s: $1\"\n");
+  const auto job = dir.write("job.sh", "echo \"samples/s: 0.0\"\nsleep 1.5\necho \"samples/s: $1\"\n");
   auto args = quick_tune(out);
   *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
   *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = "3";
@@ -284,10 +285,26 @@ TEST(TuneCli, ExecJobSlowerToStartThanTheShortRoundStillGetsAFullTrial) {
   for (const auto& t : doc["search"]["trials"]) {
     if (t["round"] == 1) {
       EXPECT_TRUE(t["too_short"].get<bool>()) << t.dump();
+      EXPECT_NE(t["note"].get<std::string>().find("read only 0"), std::string::npos) << t.dump();
     } else {
       EXPECT_EQ(t["num_workers"], doc["dataloader"]["num_workers"]) << "the one measured config";
     }
   }
+}
+
+// A job whose figure falls to 0 by the end of its trial has stalled there:
+// a failed trial that says so, not a measured 0.
+TEST(TuneCli, ExecJobWhoseMetricFallsToZeroFailsAsStalled) {
+  TempDir dir;
+  const auto out = dir / "config.json";
+  const auto job = dir.write("job.sh", "echo \"samples/s: $1\"\necho \"samples/s: 0\"\n");
+  auto args = quick_tune(out);
+  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
+  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("stalled"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "no config without a measured trial";
 }
 
 // A real job of processes: a loop (sh) that prints its figure and starts
