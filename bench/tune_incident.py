@@ -109,9 +109,11 @@ def diagnose(data, a, decode, path):
 
 
 def work_args(decode):
-    # PIL decodes at full size and Image.resize filters bicubic (antialiased):
-    # so does the built-in loader here.
-    return ["--decode", "jpeg", "--full-decode", "--filter", "bicubic"] if decode == "pil" else ["--decode", "none"]
+    # PIL decodes at full size, and slow_job.py's Image.resize((224, 224))
+    # squeezes the whole image with a bicubic (antialiased) filter: so does
+    # the built-in loader here.
+    return (["--decode", "jpeg", "--full-decode", "--filter", "bicubic", "--crop", "whole"] if decode == "pil"
+            else ["--decode", "none"])
 
 
 def tune(data, a, decode, extra, label):

@@ -188,8 +188,10 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_flag("--full-decode", o->work.full_decode,
                 "--decode jpeg: decode at full size, as PIL and torchvision do (default: DCT-scaled, like PIL's draft mode)")
       ->group("Per sample");
-  cmd->add_option("--crop", o->work.crop, "--decode jpeg: center or random-resized")->default_val("center")
-      ->group("Per sample");
+  cmd->add_option("--crop", o->work.crop,
+                  "--decode jpeg: center (Resize + CenterCrop 87.5%), random-resized (RandomResizedCrop) or whole "
+                  "(Resize((h, w)), as PIL's Image.resize((w, h)): the whole image, aspect not kept)")
+      ->default_val("center")->check(CLI::IsMember({"center", "random-resized", "whole"}))->group("Per sample");
   cmd->add_option("--filter", o->work.filter,
                   "--decode jpeg: resize filter: fast (2-tap), bilinear or bicubic (antialiased, the CPU cost of "
                   "PIL's Image.resize and torchvision's Resize; PIL's default is bicubic)")

@@ -100,6 +100,7 @@ int run_check(CheckOptions& o, Context& ctx) {
         work.decode = c.workload.decode;
         work.full_decode = c.workload.full_decode;
         work.filter = c.workload.filter;
+        work.crop = c.workload.crop;
         // cpu_us with a decode is CPU the job's workers pay on top of it (tune --from).
         const bool decoding = c.workload.decode != "none";
         work.cpu_us = decoding ? 0 : c.workload.cpu_us;

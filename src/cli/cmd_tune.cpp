@@ -50,6 +50,10 @@ Command add_tune_command(CLI::App& app) {
                   "--decode jpeg: resize filter: fast (2-tap), bilinear or bicubic (antialiased, as PIL's "
                   "Image.resize, whose default is bicubic, and torchvision's Resize)")
       ->default_val("fast")->group("Per sample");
+  cmd->add_option("--crop", r->work.crop,
+                  "--decode jpeg: center (Resize + CenterCrop 87.5%), random-resized (RandomResizedCrop) or whole "
+                  "(Resize((h, w)), as PIL's Image.resize((w, h)): the whole image, aspect not kept)")
+      ->default_val("center")->check(CLI::IsMember({"center", "random-resized", "whole"}))->group("Per sample");
   cmd->add_option("--image-size", r->work.image_size, "--decode jpeg output side")->default_val(224)->group("Per sample");
   cmd->add_option("--device", r->device.device, "auto, cuda, hip, host or cpu")->default_val("auto");
   cmd->add_option("--s3-endpoint", r->data.s3_endpoint, "S3-compatible endpoint URL")->group("S3");

@@ -684,6 +684,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.workload.decode = r.work.decode;
   config.workload.full_decode = r.work.full_decode;
   config.workload.filter = r.work.filter;
+  config.workload.crop = r.work.crop;
   config.workload.cpu_us = r.work.cpu_us + extra_cpu_ms(r, transform_cpu_ms) * 1e3;  // check pays it too
   config.workload.image_size = r.work.image_size;
   config.workload.sample_bytes = transform->output_bytes();

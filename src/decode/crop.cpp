@@ -95,6 +95,7 @@ std::uint64_t crop_seed(std::string_view key, std::uint64_t run_seed) {
 }
 
 CropBox choose_crop(int image_width, int image_height, const JpegOptions& options, std::string_view key) {
+  if (options.crop == CropMode::Whole) return CropBox{0, 0, image_width, image_height};
   if (options.crop == CropMode::RandomResized) {
     return random_resized_crop(image_width, image_height, options, crop_seed(key, options.seed));
   }

@@ -90,6 +90,7 @@ std::string describe_crop(const JpegOptions& o) {
     return fmt::format("random-resized crop (area {:g}-{:g}, aspect {:.2f}-{:.2f}, seed {})", o.min_area,
                        o.max_area, o.min_aspect, o.max_aspect, o.seed);
   }
+  if (o.crop == CropMode::Whole) return "the whole image (aspect not kept)";
   return fmt::format("center crop {:g}%", o.center_fraction * 100);
 }
 
@@ -228,7 +229,10 @@ ResizeFilter parse_resize_filter(std::string_view text) {
 CropMode parse_crop_mode(std::string_view text) {
   if (text == "center") return CropMode::Center;
   if (text == "random-resized") return CropMode::RandomResized;
-  throw usage_error(fmt::format("unknown crop mode '{}'", text), "use center or random-resized");
+  if (text == "whole") return CropMode::Whole;
+  throw usage_error(fmt::format("unknown crop mode '{}'", text),
+                    "use center (Resize + CenterCrop), random-resized (RandomResizedCrop) or whole (Resize((h, w)): "
+                    "the whole image, aspect not kept)");
 }
 
 }  // namespace gpufeed::loader

@@ -424,5 +424,48 @@ TEST(DecodeJpeg, AntialiasedResizeMatchesPilsImageResize) {
   EXPECT_THROW(parse_resize_filter("lanczos"), Error);
 }
 
+// --crop whole against PIL's Image.resize((w, h)) of the whole image into a
+// square (4:3 squeezed, as slow_job.py's --decode pil and torchvision's
+// Resize((h, w)) do), with the aspect-keeping centre crop as the control.
+TEST(DecodeJpeg, WholeImageResizeMatchesPilsResizeWithoutACrop) {
+  testing::TempDir dir;
+  const Bytes jpeg = jpeg_of(busy_rgb(320, 240, 7), 320, 240);
+  {
+    std::ofstream f(dir / "busy.jpg", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+  }
+  const std::string script =
+      "im = Image.open(d + '/busy.jpg').convert('RGB')\n"
+      "open(d + '/whole.rgb', 'wb').write(im.resize((64, 64), Image.BICUBIC).tobytes())\n";
+  if (auto why = run_pil_script(dir, script)) GTEST_SKIP() << *why;
+  std::ifstream in(dir / "whole.rgb", std::ios::binary);
+  const std::vector<char> pil((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto mean_difference = [&](CropMode crop) {
+    JpegOptions options;
+    options.width = 64;
+    options.height = 64;
+    options.crop = crop;
+    options.center_fraction = 1.0;
+    options.dct_scaling = false;
+    options.filter = ResizeFilter::Bicubic;
+    const auto transform = make_jpeg_transform(options);
+    Output out(*transform, 64);
+    transform->apply("busy.jpg", jpeg, out.span());
+    EXPECT_EQ(pil.size(), out.bytes().size());
+    double sum = 0;
+    for (std::size_t i = 0; i < std::min(pil.size(), out.bytes().size()); ++i) {
+      sum += std::abs(std::to_integer<int>(out.bytes()[i]) - static_cast<int>(static_cast<unsigned char>(pil[i])));
+    }
+    return sum / static_cast<double>(out.bytes().size());
+  };
+  const double whole = mean_difference(CropMode::Whole);
+  const double centre = mean_difference(CropMode::Center);
+  std::cout << "[ measured ] mean |ours - PIL| per channel: whole " << whole << ", centre crop " << centre << "\n";
+  EXPECT_LT(whole, 1.0);
+  EXPECT_GT(centre, 4 * whole) << "the square centre crop should differ from a squeezed whole image";
+  EXPECT_EQ(parse_crop_mode("whole"), CropMode::Whole);
+  EXPECT_THROW(parse_crop_mode("full"), Error);
+}
+
 }  // namespace
 }  // namespace gpufeed::loader

@@ -83,7 +83,9 @@ TEST(TuneCli, SimulateRefusesMissingOrWrongProfiles) {
 TEST(TuneCli, BuiltinTargetPicksEnoughWorkersAndRecordsItsTrials) {
   TempDir dir;
   const auto out = dir / "config.json";
-  const auto r = run_cli(quick_tune(out));
+  auto args = quick_tune(out);
+  args.insert(args.end(), {"--crop", "whole"});  // recorded for check (with --decode none it changes no work)
+  const auto r = run_cli(args);
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   for (const char* phase : {"[1/5] budget", "[2/5] measure", "[3/5] model", "[4/5] verify", "[5/5] choose"}) {
     EXPECT_NE(r.out.find(phase), std::string::npos) << phase;
@@ -96,6 +98,7 @@ TEST(TuneCli, BuiltinTargetPicksEnoughWorkersAndRecordsItsTrials) {
   EXPECT_FALSE(doc["search"]["trials"].empty());
   EXPECT_GT(doc["prediction"]["samples_per_s"].get<double>(), 0);
   EXPECT_LT(doc["search"]["wall_s"].get<double>(), doc["search"]["grid_equivalent_s"].get<double>());
+  EXPECT_EQ(doc["workload"]["crop"], "whole");
 }
 
 // The built-in trials time each sample's transform; where that is real CPU
@@ -354,6 +357,9 @@ TEST(TuneCli, BadRequestsAreUsageErrors) {
   EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--exec", "x {num_workers} {gpus}"}).code, 2);
   EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--exec", "x {num_workers}", "--metric-regex", "("}).code, 2);
   EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--emit", "rust"}).code, 2);
+  const auto crop = run_cli({"tune", "--data", "synthetic:memory", "--crop", "full"});
+  EXPECT_EQ(crop.code, 2);
+  EXPECT_NE(crop.err.find("--crop"), std::string::npos) << crop.err;
 }
 
 class CheckCli : public ::testing::Test {

@@ -98,6 +98,8 @@ TEST(DecodeCrop, ChooseCropFollowsTheMode) {
   options.crop = CropMode::RandomResized;
   options.seed = 3;
   EXPECT_TRUE(same_box(choose_crop(500, 375, options, "k"), random_resized_crop(500, 375, options, crop_seed("k", 3))));
+  options.crop = CropMode::Whole;
+  EXPECT_TRUE(same_box(choose_crop(500, 375, options, "k"), CropBox{0, 0, 500, 375}));
 }
 
 TEST(DecodeScale, PicksTheSmallestScaleThatStillCoversTheOutput) {

@@ -45,6 +45,9 @@ enum class CropMode {
   // drawn from a generator seeded by the sample key and `seed`, so the same
   // key gets the same crop in every run (and a different one per seed).
   RandomResized,
+  // The whole image, resized to the output size without keeping its aspect
+  // ratio: PIL's Image.resize((w, h)), torchvision's Resize((h, w)).
+  Whole,
 };
 
 struct JpegOptions {
@@ -71,7 +74,7 @@ struct JpegOptions {
 // (0, 1], min <= max, aspect > 0).
 std::unique_ptr<SampleTransform> make_jpeg_transform(const JpegOptions& options);
 
-// "center" or "random-resized" (CLI spelling); a usage error otherwise.
+// "center", "random-resized" or "whole" (CLI spelling); a usage error otherwise.
 CropMode parse_crop_mode(std::string_view text);
 // "fast", "bilinear" or "bicubic"; a usage error otherwise.
 ResizeFilter parse_resize_filter(std::string_view text);

@@ -69,6 +69,7 @@ struct WorkloadRecord {
   std::string decode = "none";
   bool full_decode = false;       // --decode jpeg at full size
   std::string filter = "fast";    // --decode jpeg resize filter
+  std::string crop = "center";    // --decode jpeg crop mode
   double cpu_us = 0;
   int image_size = 224;
   std::uint64_t sample_bytes = 0; // per sample in the batch

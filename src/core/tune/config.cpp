@@ -102,6 +102,7 @@ Json to_json(const TunedConfig& c) {
         {"decode", w.decode},
         {"full_decode", w.full_decode},
         {"filter", w.filter},
+        {"crop", w.crop},
         {"cpu_us", w.cpu_us},
         {"image_size", w.image_size},
         {"sample_bytes", w.sample_bytes},
@@ -211,6 +212,7 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.workload.decode = get_or<std::string>(w, "decode", "none");
   c.workload.full_decode = get_or<bool>(w, "full_decode", false);
   c.workload.filter = get_or<std::string>(w, "filter", "fast");
+  c.workload.crop = get_or<std::string>(w, "crop", "center");
   c.workload.cpu_us = get_or<double>(w, "cpu_us", 0);
   c.workload.image_size = get_or<int>(w, "image_size", 224);
   c.workload.sample_bytes = get_or<std::uint64_t>(w, "sample_bytes", 0);
