@@ -499,7 +499,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   std::unique_ptr<tune::TrialRunner> runner;
   if (!r.exec.empty()) {
     runner = std::make_unique<ExecTrialRunner>(
-        ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, &stop.flag(), budget.ranks});
+        ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, &stop.flag(), budget.ranks, r.trial_s});
   } else {
     BuiltinTrialSetup setup;
     setup.source = source.get();
@@ -554,7 +554,8 @@ int run_tune(const TuneRequest& request, Context& ctx) {
                          !t.ok            ? "failed: " + t.note
                          : r.exec.empty() ? fmt::format("{:8.0f} samples/s, starvation {:3.0f}%", t.samples_per_s,
                                                         t.starvation * 100)
-                                          : fmt::format("{:8.0f} samples/s", t.samples_per_s)));  // a job's metric: no starvation
+                                          : fmt::format("{:8.0f} samples/s{}", t.samples_per_s,  // a job's metric: no starvation
+                                                        t.note.empty() ? "" : " (" + t.note + ")")));
     if (best) rep.progress(fmt::format("best so far: {} at {:.0f} samples/s", tune::describe(best->candidate), best->samples_per_s));
   };
   const tune::SearchResult result = r.search == "grid" ? tune::grid_search(space, *runner, so)

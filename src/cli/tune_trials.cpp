@@ -163,6 +163,18 @@ std::vector<tune::JobProcess> snapshot_job(pid_t job) {
   return out;
 }
 
+// Whether the text holds a match of the metric whose figure is above 0: a
+// job that reports before its first batch prints 0, and is still starting.
+bool has_figure(std::string::const_iterator begin, std::string::const_iterator end, const std::regex& metric) {
+  for (std::sregex_iterator it(begin, end, metric), last; it != last; ++it) {
+    try {
+      if (std::stod((*it)[1].str()) > 0) return true;
+    } catch (const std::exception&) {
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
@@ -189,6 +201,8 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   bool out_of_time = false;  // the trial's time ran out while the job still ran
   int status = 0;
   auto deadline = start + std::chrono::duration<double>(seconds);
+  const double longest = std::max(seconds, setup_.most_seconds);
+  bool ran_on = false;  // past `seconds`, waiting for the job's first figure
   // The job's CPU by role: a snapshot of its processes when it first prints
   // its metric (past its start-up: imports, spawning workers), and the
   // latest one, each second (a walk of /proc costs a little CPU), until its
@@ -202,7 +216,15 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   };
   for (;;) {
     if (metric_seen && !asked_to_stop && Clock::now() - cpu_last_at >= std::chrono::seconds(1)) snapshot();
-    if (!asked_to_stop && ((setup_.stop && setup_.stop->load()) || Clock::now() >= deadline)) {
+    const bool stopping = setup_.stop && setup_.stop->load();
+    if (!asked_to_stop && !stopping && !metric_seen && !ran_on && longest > seconds && Clock::now() >= deadline) {
+      // No figure yet: a short round shorter than this start-up would end
+      // with nothing (bench/tune_incident.py's first two FUSE trials once,
+      // after the host had reclaimed torch's pages). Run on instead.
+      ran_on = true;
+      deadline = start + std::chrono::duration<double>(longest);
+    }
+    if (!asked_to_stop && (stopping || Clock::now() >= deadline)) {
       if (metric_seen) snapshot();
       // Time is up: SIGTERM the job's group and keep reading a little, so a
       // job that reports its steady-state figure on SIGTERM is heard.
@@ -226,11 +248,17 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
         const std::size_t scan_from = line_start == std::string::npos ? 0 : line_start + 1;
         output.append(buf, static_cast<std::size_t>(n));
         if (!metric_seen && !asked_to_stop &&
-            std::regex_search(output.cbegin() + static_cast<std::ptrdiff_t>(scan_from), output.cend(), metric_)) {
+            has_figure(output.cbegin() + static_cast<std::ptrdiff_t>(scan_from), output.cend(), metric_)) {
           metric_seen = true;
           snapshot();
           cpu_first = cpu_last;
           cpu_first_at = cpu_last_at;
+          if (ran_on) {
+            deadline = std::min(start + std::chrono::duration<double>(longest),
+                                cpu_first_at + std::chrono::duration<double>(seconds / 2));
+            trial.note = fmt::format("no figure within the trial's {:g} s: ran on to its first, {:.1f} s in", seconds,
+                                     std::chrono::duration<double>(cpu_first_at - start).count());
+          }
         }
         if (output.size() > (1 << 20)) output.erase(0, output.size() - (1 << 19));  // keep the tail
         continue;

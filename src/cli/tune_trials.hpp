@@ -46,6 +46,11 @@ struct ExecTrialSetup {
   int batch_size = 32;
   const std::atomic<bool>* stop = nullptr;
   int ranks = 1;  // the job's ranks on this node: its CPU is read only when as many loops are found
+  // A trial whose job has printed no figure when its time is up (still
+  // starting: imports from a cold page cache, workers spawning) runs on, up
+  // to this long, until its first figure and half its own time past it.
+  // 0: no running on (check's single measurement).
+  double most_seconds = 0;
 };
 
 // Fills the placeholders; a usage error for an unknown one.
