@@ -347,6 +347,29 @@ std::optional<std::string> run_pil_script(const testing::TempDir& dir, const std
   return std::nullopt;
 }
 
+// Writes `jpeg` to dir/name, for a PIL script to read.
+void write_jpeg(const testing::TempDir& dir, const std::string& name, const Bytes& jpeg) {
+  std::ofstream f(dir / name, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+}
+
+// Our transform of `jpeg` against the raw RGB a PIL script wrote to dir/pil_file:
+// the mean |difference| per channel.
+double mean_difference_from_pil(const JpegOptions& options, const Bytes& jpeg, const testing::TempDir& dir,
+                                const std::string& pil_file) {
+  const auto transform = make_jpeg_transform(options);
+  Output out(*transform, options.width);
+  transform->apply("busy.jpg", jpeg, out.span());
+  std::ifstream in(dir / pil_file, std::ios::binary);
+  const std::vector<char> pil((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(pil.size(), out.bytes().size());
+  double sum = 0;
+  for (std::size_t i = 0; i < std::min(pil.size(), out.bytes().size()); ++i) {
+    sum += std::abs(std::to_integer<int>(out.bytes()[i]) - static_cast<int>(static_cast<unsigned char>(pil[i])));
+  }
+  return sum / static_cast<double>(out.bytes().size());
+}
+
 // JPEGs written by PIL (what datasets are usually made with): a progressive
 // 4:4:4 gradient and a CMYK image in PIL's own convention.
 TEST(DecodeJpeg, DecodesPilWrittenFiles) {
@@ -383,10 +406,7 @@ TEST(DecodeJpeg, DecodesPilWrittenFiles) {
 TEST(DecodeJpeg, AntialiasedResizeMatchesPilsImageResize) {
   testing::TempDir dir;
   const Bytes jpeg = jpeg_of(busy_rgb(320, 240, 11), 320, 240);
-  {
-    std::ofstream f(dir / "busy.jpg", std::ios::binary);
-    f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
-  }
+  write_jpeg(dir, "busy.jpg", jpeg);
   const std::string script =
       "im = Image.open(d + '/busy.jpg').convert('RGB')\n"
       "for name, f in (('bilinear', Image.BILINEAR), ('bicubic', Image.BICUBIC)):\n"
@@ -400,17 +420,7 @@ TEST(DecodeJpeg, AntialiasedResizeMatchesPilsImageResize) {
     options.center_fraction = 1.0;  // 4:3 into 4:3: the whole image
     options.dct_scaling = false;    // PIL decodes at full size without draft()
     options.filter = filter;
-    const auto transform = make_jpeg_transform(options);
-    Output out(*transform, 80);
-    transform->apply("busy.jpg", jpeg, out.span());
-    std::ifstream in(dir / pil_file, std::ios::binary);
-    const std::vector<char> pil((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(pil.size(), out.bytes().size());
-    double sum = 0;
-    for (std::size_t i = 0; i < std::min(pil.size(), out.bytes().size()); ++i) {
-      sum += std::abs(std::to_integer<int>(out.bytes()[i]) - static_cast<int>(static_cast<unsigned char>(pil[i])));
-    }
-    return sum / static_cast<double>(out.bytes().size());
+    return mean_difference_from_pil(options, jpeg, dir, pil_file);
   };
   const double bilinear = mean_difference(ResizeFilter::Bilinear, "bilinear.rgb");
   const double bicubic = mean_difference(ResizeFilter::Bicubic, "bicubic.rgb");
@@ -430,16 +440,11 @@ TEST(DecodeJpeg, AntialiasedResizeMatchesPilsImageResize) {
 TEST(DecodeJpeg, WholeImageResizeMatchesPilsResizeWithoutACrop) {
   testing::TempDir dir;
   const Bytes jpeg = jpeg_of(busy_rgb(320, 240, 7), 320, 240);
-  {
-    std::ofstream f(dir / "busy.jpg", std::ios::binary);
-    f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
-  }
+  write_jpeg(dir, "busy.jpg", jpeg);
   const std::string script =
       "im = Image.open(d + '/busy.jpg').convert('RGB')\n"
       "open(d + '/whole.rgb', 'wb').write(im.resize((64, 64), Image.BICUBIC).tobytes())\n";
   if (auto why = run_pil_script(dir, script)) GTEST_SKIP() << *why;
-  std::ifstream in(dir / "whole.rgb", std::ios::binary);
-  const std::vector<char> pil((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto mean_difference = [&](CropMode crop) {
     JpegOptions options;
     options.width = 64;
@@ -448,15 +453,7 @@ TEST(DecodeJpeg, WholeImageResizeMatchesPilsResizeWithoutACrop) {
     options.center_fraction = 1.0;
     options.dct_scaling = false;
     options.filter = ResizeFilter::Bicubic;
-    const auto transform = make_jpeg_transform(options);
-    Output out(*transform, 64);
-    transform->apply("busy.jpg", jpeg, out.span());
-    EXPECT_EQ(pil.size(), out.bytes().size());
-    double sum = 0;
-    for (std::size_t i = 0; i < std::min(pil.size(), out.bytes().size()); ++i) {
-      sum += std::abs(std::to_integer<int>(out.bytes()[i]) - static_cast<int>(static_cast<unsigned char>(pil[i])));
-    }
-    return sum / static_cast<double>(out.bytes().size());
+    return mean_difference_from_pil(options, jpeg, dir, "whole.rgb");
   };
   const double whole = mean_difference(CropMode::Whole);
   const double centre = mean_difference(CropMode::Center);

@@ -263,21 +263,27 @@ TEST(TuneCli, ExecTrialsAreTimeBoundAndStopTheJobsChildren) {
   EXPECT_GT(count, 0);
 }
 
+// quick_tune with `--exec` running `script` under sh ({num_workers} as $1),
+// at most `max_workers`, and full trials of `trial_seconds` when given.
+std::vector<std::string> exec_tune(const TempDir& dir, const std::string& script, const std::string& max_workers,
+                                   const std::string& trial_seconds = "") {
+  const auto job = dir.write("job.sh", script);
+  auto args = quick_tune(dir / "config.json");
+  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = max_workers;
+  if (!trial_seconds.empty()) *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = trial_seconds;
+  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
+  return args;
+}
+
 // A job that needs longer to start than the short round gives it (imports
 // from a cold page cache) runs on, up to a full trial's time, to its first
 // figure. Like slow_job.py before its first batch, it reports 0 while it
 // starts: that is no figure.
 TEST(TuneCli, ExecJobSlowerToStartThanTheShortRoundRunsOnToItsFirstFigure) {
   TempDir dir;
-  const auto out = dir / "config.json";
-  const auto job = dir.write("job.sh", "echo \"samples/s: 0.0\"\nsleep 1.5\necho \"samples/s: $1\"\n");
-  auto args = quick_tune(out);
-  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
-  *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = "3";
-  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
-  const auto r = run_cli(args);
+  const auto r = run_cli(exec_tune(dir, "echo \"samples/s: 0.0\"\nsleep 1.5\necho \"samples/s: $1\"\n", "2", "3"));
   ASSERT_EQ(r.code, 0) << r.err << r.out;
-  const auto doc = load(out);
+  const auto doc = load(dir / "config.json");
   int short_ok = 0;
   for (const auto& t : doc["search"]["trials"]) {
     if (t["round"] != 1) continue;
@@ -295,33 +301,22 @@ TEST(TuneCli, ExecJobSlowerToStartThanTheShortRoundRunsOnToItsFirstFigure) {
 // saying the job's figure read only 0, and nothing is chosen.
 TEST(TuneCli, ExecJobSlowerToStartThanAFullTrialFailsEveryTrialForWantOfTime) {
   TempDir dir;
-  const auto out = dir / "config.json";
-  const auto job = dir.write("job.sh", "echo \"samples/s: 0.0\"\nsleep 30\necho \"samples/s: $1\"\n");
-  auto args = quick_tune(out);
-  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "1";
-  *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = "1.5";
-  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = run_cli(args);
+  const auto r = run_cli(exec_tune(dir, "echo \"samples/s: 0.0\"\nsleep 30\necho \"samples/s: $1\"\n", "1", "1.5"));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(25)) << "the 30 s sleep was cut short";
   EXPECT_EQ(r.code, 1) << r.err << r.out;
   EXPECT_NE(r.err.find("read only 0"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(dir / "config.json"));
 }
 
 // A job whose figure falls to 0 by the end of its trial has stalled there:
 // a failed trial that says so, not a measured 0.
 TEST(TuneCli, ExecJobWhoseMetricFallsToZeroFailsAsStalled) {
   TempDir dir;
-  const auto out = dir / "config.json";
-  const auto job = dir.write("job.sh", "echo \"samples/s: $1\"\necho \"samples/s: 0\"\n");
-  auto args = quick_tune(out);
-  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
-  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
-  const auto r = run_cli(args);
+  const auto r = run_cli(exec_tune(dir, "echo \"samples/s: $1\"\necho \"samples/s: 0\"\n", "2"));
   EXPECT_EQ(r.code, 1) << r.err << r.out;
   EXPECT_NE(r.err.find("stalled"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(out)) << "no config without a measured trial";
+  EXPECT_FALSE(std::filesystem::exists(dir / "config.json")) << "no config without a measured trial";
 }
 
 // A real job of processes: a loop (sh) that prints its figure and starts
