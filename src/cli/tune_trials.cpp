@@ -301,7 +301,7 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     trial.note = job_failed
                      ? fmt::format("the job failed (status {}) before printing the metric: {}", WEXITSTATUS(status),
                                    output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1))
-                     : moved || output.empty() || !std::regex_search(output, metric_)
+                     : !std::regex_search(output, metric_)
                            ? "no output line matched --metric-regex within the trial time (raise --trial-seconds?)"
                            : "the job's metric read only 0 within the trial time (still starting up?): raise --trial-seconds";
     return trial;
