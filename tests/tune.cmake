@@ -5,10 +5,16 @@ gpufeed_test_suite(gpufeed_tune_unit_tests unit
   unit/tune_from_diagnosis_test.cpp
   unit/tune_job_cpu_test.cpp
   unit/tune_model_test.cpp
+  unit/tune_pytorch_probe_test.cpp
   unit/tune_search_test.cpp)
 gpufeed_test_suite(gpufeed_tune_system_tests system
-  system/tune_cli_test.cpp)
+  system/tune_cli_test.cpp
+  system/tune_pytorch_probe_test.cpp)
 # The pure-Python helper that applies a config to a DataLoader (standard library only).
 add_test(NAME python.gpufeed_config
          COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/python/test_gpufeed_config.py)
 set_tests_properties(python.gpufeed_config PROPERTIES LABELS unit)
+# The PyTorch probe's geometry and arguments (its measurement: tune_pytorch_probe_test.cpp).
+add_test(NAME python.gpufeed_pytorch_probe
+         COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/python/test_gpufeed_pytorch_probe.py)
+set_tests_properties(python.gpufeed_pytorch_probe PROPERTIES LABELS unit)

@@ -17,6 +17,14 @@ Command add_tune_command(CLI::App& app) {
                   "Take the step and per-sample CPU from a diagnosis of the real job (gpufeed diagnose --json): the "
                   "loop's time between its data waits, and the CPU its workers and loop spent per sample")
       ->type_name("DIAGNOSIS.json");
+  cmd->add_flag("--pytorch-probe", r->pytorch_probe,
+               "--decode jpeg: measure what a stock PyTorch pipeline (PIL decode and resize in a DataLoader "
+               "worker, the batch handed to the loop) costs per sample and per batch here, so the model and the "
+               "trials describe a PyTorch job rather than gpufeed's own loader; needs python3-torch")
+      ->group("Per sample");
+  cmd->add_option("--python", r->python, "The Python that --pytorch-probe runs (default /usr/bin/python3, else "
+                                         "python3 from PATH)")
+      ->type_name("PATH")->group("Per sample");
   cmd->add_option("--model", r->device.model, "TorchScript model whose forward+backward is the step")
       ->type_name("FILE.pt");
   cmd->add_option("--gpus", r->gpus, "Ranks on this node, tuned together (default: the GPUs found, at least 1)");
@@ -75,6 +83,8 @@ Command add_tune_command(CLI::App& app) {
       "config found so far. docs/tune.md explains each phase.\n\n"
       "Examples:\n"
       "  gpufeed tune --data /mnt/s3fs/train --batch-size 256 --step-ms 45\n"
+      "  gpufeed tune --data /data/train --decode jpeg --full-decode --filter bilinear --batch-size 256 --step-ms 45 "
+      "--pytorch-probe\n"
       "  sudo gpufeed diagnose --pid PID --json diag.json && gpufeed tune --data /mnt/s3fs/train --batch-size 256 "
       "--from diag.json\n"
       "  gpufeed tune --data /data/train --exec 'python train.py --workers {num_workers} --prefetch "

@@ -26,6 +26,7 @@
 #include "gpufeed/tune/job_cpu.hpp"
 #include "gpufeed/tune/profile.hpp"
 #include "gpufeed/units.hpp"
+#include "pytorch_probe.hpp"
 #include "tune_measure.hpp"
 #include "tune_trials.hpp"
 
@@ -334,6 +335,7 @@ int run_simulate(const TuneRequest& r, Context& ctx, Reporter& rep) {
 std::string model_source(const TuneRequest& r, const tune::PredictionBand& p, const tune::Calibration& cal) {
   if (!r.exec.empty()) return fmt::format("raw {:.0f}; calibrated {}", p.model_raw_samples_per_s, cal.describe());
   if (!r.from.empty()) return "the built-in loader with the job's measured CPU and step, from --from";
+  if (r.pytorch_probe) return "the built-in loader with a stock PyTorch pipeline's CPU per sample and per batch, from --pytorch-probe";
   // A Python job pays its interpreter, collate and IPC per sample on top of
   // the built-in transform: on bench/tune_incident.py's local PIL job the
   // built-in model was 27-41% above the job (--from: -5% to +20%).
@@ -369,10 +371,26 @@ void apply_diagnosis(TuneRequest& r) {
 }
 
 // What a sample costs the job's workers beyond the built-in transform, when
-// a diagnosis says so: the model's CPU distribution is shifted by it and the
-// built-in trials spend it, so model and trials both describe the job.
-double extra_cpu_ms(const TuneRequest& r, double transform_ms) {
-  return r.job_cpu_ms > transform_ms ? r.job_cpu_ms - transform_ms : 0.0;
+// a diagnosis or the PyTorch probe says so: the model's CPU distribution is
+// shifted by it and the built-in trials spend it, so model and trials both
+// describe the job.
+double extra_cpu_ms(double job_cpu_ms, double transform_ms) {
+  return job_cpu_ms > transform_ms ? job_cpu_ms - transform_ms : 0.0;
+}
+
+void check_probe_options(const TuneRequest& r) {
+  if (!r.python.empty() && !r.pytorch_probe) throw usage_error("--python is only for --pytorch-probe", "add --pytorch-probe or drop --python");
+  if (!r.pytorch_probe) return;
+  if (!r.exec.empty()) {
+    throw usage_error("--pytorch-probe and --exec both price the job", "--exec measures your job itself: drop --pytorch-probe");
+  }
+  if (!r.from.empty()) {
+    throw usage_error("--pytorch-probe and --from both give the job's CPU", "--from measured your job itself: drop --pytorch-probe");
+  }
+  if (r.work.decode != "jpeg") {
+    throw usage_error(fmt::format("--pytorch-probe prices a PIL image pipeline, not --decode {}", r.work.decode),
+                      "give --decode jpeg (with the job's --crop, --filter and --image-size)");
+  }
 }
 
 }  // namespace
@@ -391,6 +409,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   if (!r.emit.empty() && r.emit != "python") throw usage_error(fmt::format("--emit {} is not known", r.emit), "use python");
   if (r.tolerance < 0 || r.tolerance >= 1) throw usage_error("--tolerance must be in [0, 1)", "e.g. 0.02 for 2%");
   if (r.trial_s <= 0 || r.first_round_s <= 0) throw usage_error("--trial-seconds must be positive");
+  check_probe_options(r);
   if (r.out != "-") check_output_path(r.out);
   Reporter rep(ctx, r.quiet || r.out == "-");  // stdout carries the config then
   if (r.simulate) return run_simulate(r, ctx, rep);
@@ -447,10 +466,39 @@ int run_tune(const TuneRequest& request, Context& ctx) {
                                                     [](std::uint64_t a, const loader::SampleInfo& s) { return a + s.size; }))));
   Measured m = measure_for_tune(mr);
   const double transform_cpu_ms = m.cpu_mean_ms;
+  double job_cpu_ms = r.job_cpu_ms;
+  std::string job_cpu_source = r.from;
   // The loop's CPU per batch is part of the step the diagnosis measured
   // between waits: the model runs it on the shared cores, then the rest.
   double loop_cpu_ms = 0;
   std::string trial_step_ms = r.device.model.empty() ? r.device.step_ms : fmt::format("{:.3f}", m.step_mean_ms);
+  if (r.pytorch_probe) {
+    rep.line(fmt::format("PyTorch probe: a DataLoader worker decoding 64 of the dataset's images with {} ...",
+                         r.python.empty() ? default_python() : r.python));
+    PytorchProbeRequest pr;
+    pr.source = source.get();
+    pr.samples = &samples;
+    pr.python = r.python;
+    pr.batch_size = r.batch_size;
+    pr.image_size = r.work.image_size;
+    pr.crop = r.work.crop;
+    pr.filter = r.work.filter;
+    pr.stop = &stop.flag();
+    const tune::PytorchCosts costs = probe_pytorch(pr, ctx.io);
+    rep.line(fmt::format("PyTorch ({}; {}): {:.2f} ms of CPU per sample in the worker, {:.2f} ms per batch in the loop",
+                         costs.pipeline, costs.versions, costs.worker_cpu_ms, costs.loop_cpu_ms_per_batch));
+    job_cpu_ms = costs.worker_cpu_ms;
+    job_cpu_source = "--pytorch-probe";
+    // The step given is the training step; a PyTorch loop also receives
+    // each batch before it, on the cores the workers use.
+    loop_cpu_ms = costs.loop_cpu_ms_per_batch;
+    if (loop_cpu_ms > 0) {
+      m.workload.loop_cpu_ms = tune::Distribution::constant(loop_cpu_ms);
+      rep.line(fmt::format("loop CPU per batch: {:.2f} ms before each step (--pytorch-probe): it shares the cores with "
+                           "the workers, and the trials' loop spins it",
+                           loop_cpu_ms));
+    }
+  }
   if (r.loop_cpu_ms_per_sample > 0) {
     const auto t = loader::parse_step_time(r.device.step_ms);
     loop_cpu_ms = std::min(r.loop_cpu_ms_per_sample * r.batch_size, 0.9 * t.mean_ms);
@@ -461,10 +509,10 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     rep.line(fmt::format("loop CPU per batch: {:.2f} ms of the {:.2f} ms step ({}): it shares the cores with the workers",
                          loop_cpu_ms, t.mean_ms, r.from));
   }
-  if (const double extra = extra_cpu_ms(r, m.cpu_mean_ms); extra > 0) {
+  if (const double extra = extra_cpu_ms(job_cpu_ms, m.cpu_mean_ms); extra > 0) {
     rep.line(fmt::format("CPU per sample: the job's workers spent {:.2f} ms ({}), the built-in transform {:.3f} ms: the "
                          "model and the trials add {:.2f} ms",
-                         r.job_cpu_ms, r.from, m.cpu_mean_ms, extra));
+                         job_cpu_ms, job_cpu_source, m.cpu_mean_ms, extra));
     std::vector<double> shifted = m.workload.cpu_ms.values();
     for (auto& v : shifted) v += extra;
     m.workload.cpu_ms = tune::Distribution(std::move(shifted));
@@ -678,6 +726,9 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.workload.step = model_step            ? model_step->describe()
                          : !r.step_source.empty() ? "step " + r.step_source
                                                   : fmt::format("simulated step {} ms", r.device.step_ms);
+  if (r.pytorch_probe && loop_cpu_ms > 0) {
+    config.workload.step += fmt::format(", after {:.2f} ms of loop CPU per batch (--pytorch-probe)", loop_cpu_ms);
+  }
   // What the trials ran, so check re-measures the same: the loop's CPU (from
   // a diagnosis) spun, then the rest of the step slept.
   config.workload.step_ms = trial_step_ms;
@@ -686,7 +737,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.workload.full_decode = r.work.full_decode;
   config.workload.filter = r.work.filter;
   config.workload.crop = r.work.crop;
-  config.workload.cpu_us = r.work.cpu_us + extra_cpu_ms(r, transform_cpu_ms) * 1e3;  // check pays it too
+  config.workload.cpu_us = r.work.cpu_us + extra_cpu_ms(job_cpu_ms, transform_cpu_ms) * 1e3;  // check pays it too
   config.workload.image_size = r.work.image_size;
   config.workload.sample_bytes = transform->output_bytes();
   config.workload.ranks = budget.ranks;

@@ -31,6 +31,8 @@ struct TuneRequest {
   std::string step_source;    // set from --from: where the step came from, for the report and config
   double job_cpu_ms = 0;      // set from --from: CPU the job's workers spent per sample (0: unknown)
   double loop_cpu_ms_per_sample = 0;  // set from --from: CPU the job's loop process spent per sample
+  bool pytorch_probe = false; // the built-in target priced as a stock PyTorch pipeline (pytorch_probe.hpp)
+  std::string python;         // the probe's Python; empty: default_python()
   std::string exec;           // target: the user's job
   std::string metric_regex = "samples/s: ([0-9.]+)";
   std::string out = "gpufeed-config.json";

@@ -1,0 +1,112 @@
+#include "child_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include "gpufeed/error.hpp"
+
+namespace gpufeed::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kExecFailed = 127;
+
+// Drains what is ready on `fd` into `into`; false at end of file.
+bool drain(int fd, std::string& into) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      into.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    return false;
+  }
+}
+
+void end_group(pid_t pid, int& status) {
+  kill(-pid, SIGTERM);
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  while (Clock::now() < deadline) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      kill(-pid, SIGKILL);  // its stragglers
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(-pid, SIGKILL);
+  waitpid(pid, &status, 0);
+}
+
+}  // namespace
+
+ChildResult run_child(const std::vector<std::string>& argv, double timeout_s, const std::atomic<bool>* stop) {
+  ChildResult r;
+  int out_fds[2], err_fds[2], exec_fds[2];
+  if (pipe2(out_fds, O_CLOEXEC) != 0 || pipe2(err_fds, O_CLOEXEC) != 0 || pipe2(exec_fds, O_CLOEXEC) != 0) {
+    throw runtime_error("cannot create pipes for " + argv.front());
+  }
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw runtime_error("cannot fork for " + argv.front());
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(out_fds[1], 1);
+    dup2(err_fds[1], 2);
+    execvp(args[0], args.data());
+    const int e = errno;  // the parent learns of the failure through the exec pipe (closed on success)
+    (void)!write(exec_fds[1], &e, sizeof e);
+    _exit(kExecFailed);
+  }
+  setpgid(pid, pid);
+  close(out_fds[1]);
+  close(err_fds[1]);
+  close(exec_fds[1]);
+  int exec_errno = 0;
+  r.started = read(exec_fds[0], &exec_errno, sizeof exec_errno) != static_cast<ssize_t>(sizeof exec_errno);
+  close(exec_fds[0]);
+  fcntl(out_fds[0], F_SETFL, O_NONBLOCK);
+  fcntl(err_fds[0], F_SETFL, O_NONBLOCK);
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  bool out_open = true, err_open = true;
+  int status = 0;
+  bool reaped = false;
+  while (out_open || err_open) {
+    if (stop && stop->load()) {
+      r.stopped = true;
+      break;
+    }
+    if (Clock::now() >= deadline) {
+      r.timed_out = true;
+      break;
+    }
+    pollfd fds[2] = {{out_fds[0], POLLIN, 0}, {err_fds[0], POLLIN, 0}};
+    if (poll(fds, 2, 100) < 0 && errno != EINTR) break;
+    if (out_open && (fds[0].revents & (POLLIN | POLLHUP))) out_open = drain(out_fds[0], r.out);
+    if (err_open && (fds[1].revents & (POLLIN | POLLHUP))) err_open = drain(err_fds[0], r.err);
+  }
+  if (r.stopped || r.timed_out) {
+    end_group(pid, status);
+    reaped = true;
+  }
+  if (!reaped) {
+    waitpid(pid, &status, 0);
+    kill(-pid, SIGKILL);  // anything it left behind in its group
+  }
+  close(out_fds[0]);
+  close(err_fds[0]);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace gpufeed::cli
