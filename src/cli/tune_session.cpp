@@ -592,6 +592,15 @@ int run_tune(const TuneRequest& request, Context& ctx) {
       std::vector<std::string> ignored;  // the same candidates fit the budget as before
       return f ? predict_all(f->workload, node, space, budget.mem_per_rank, ignored) : std::vector<Prediction>{};
     };
+  } else {
+    // The built-in trials time every sample they build: the model with that
+    // CPU breaks the ties the trials' noise leaves (choose()), as for a job.
+    so.refit = [&](const std::vector<tune::Trial>& trials) {
+      const auto f = tune::cpu_from_trials(trials, node);
+      std::vector<std::string> ignored;
+      return f.used ? predict_all(tune::with_cpu_from_trials(m.workload, f), node, space, budget.mem_per_rank, ignored)
+                    : std::vector<Prediction>{};
+    };
   }
   if (r.budget_s > 0) {
     so.budget_seconds = std::max(0.0, r.budget_s - std::chrono::duration<double>(Clock::now() - started).count());
