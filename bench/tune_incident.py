@@ -207,7 +207,10 @@ def scenario(name, data, decode, a):
     chosen = {}
     job_exec = " ".join(job_cmd(data, "{num_workers}", "{prefetch_factor}", a, decode, a.trial_seconds + 2))
     diag_path = tempfile.mktemp(suffix=".diag.json")
-    for label, extra in (("(a) built-in", ["--max-workers", str(a.max_workers)]),
+    # A PIL job's costs beyond the built-in decode (its worker's Python and
+    # IPC, its loop receiving each batch), measured by tune's PyTorch probe.
+    probe = ["--pytorch-probe"] if decode == "pil" and not a.no_probe else []
+    for label, extra in (("(a) built-in", ["--max-workers", str(a.max_workers)] + probe),
                          ("(a+) --from", ["--max-workers", str(a.max_workers), "--from", diag_path]),
                          ("(b) --exec", ["--max-workers", str(a.max_workers), "--exec", job_exec, "--metric-regex",
                                          r"samples/s: ([0-9.]+)"])):
@@ -284,6 +287,8 @@ def main():
     ap.add_argument("--diagnose-seconds", type=float, default=8)
     ap.add_argument("--job-startup-seconds", type=float, default=2,
                     help="diagnose attaches this long after the job prints its first figure")
+    ap.add_argument("--no-probe", action="store_true",
+                    help="(a) on local files without --pytorch-probe: the built-in loader's own costs")
     ap.add_argument("--lookup-ms", type=float, default=5)
     ap.add_argument("--getattr-ms", type=float, default=5)
     ap.add_argument("--open-ms", type=float, default=5)
