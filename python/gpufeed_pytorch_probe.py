@@ -1,17 +1,20 @@
 """What a stock PyTorch image pipeline costs on this machine, for `gpufeed tune --pytorch-probe`.
 
     python3 gpufeed_pytorch_probe.py --samples DIR [--batch-size 8] [--size 224x224]
-        [--crop center|random-resized|whole] [--filter bilinear|bicubic|fast] [--seconds 3]
+        [--crop center|random-resized|whole] [--filter bilinear|bicubic|fast] [--seconds 3] [--workers 1]
 
 DIR holds a few of the dataset's image files (tune copies them there, so the
 probe measures CPU, not the store). They are read into memory once; then a
-real torch.utils.data.DataLoader with one worker process decodes them the way
+real torch.utils.data.DataLoader with --workers worker processes decodes them the way
 most image jobs do (PIL open, convert("RGB"), crop/resize, a uint8 CHW tensor,
 as torchvision's PILToTensor), batches and sends them to this process, and
-nothing else happens per batch. Two runs of different lengths are timed and
-subtracted, so the workers' start-up and shutdown cancel out:
+nothing else happens per batch, so every worker is busy: with as many
+workers as a job's workers have cores, a sample costs what it does in a job
+whose workers keep those cores busy (shared caches and memory bandwidth, a
+VM's SMT siblings). Two runs of different lengths are timed and subtracted,
+so the workers' start-up and shutdown cancel out:
 
-  worker_cpu_ms_per_sample  CPU of the worker process per sample: decode,
+  worker_cpu_ms_per_sample  CPU of the worker processes per sample: decode,
                             transform, collate and handing the batch over;
   loop_cpu_ms_per_batch     CPU of this (the training loop's) process per
                             batch: receiving and unpickling it.
@@ -45,13 +48,14 @@ def parse_args(argv):
     p.add_argument("--filter", choices=("bilinear", "bicubic", "fast"), default="bilinear")
     p.add_argument("--center-fraction", type=float, default=0.875, help="Resize(256) + CenterCrop(224)")
     p.add_argument("--seconds", type=float, default=3, help="the longer of the two timed runs, about")
+    p.add_argument("--workers", type=int, default=1, help="DataLoader worker processes, all kept busy")
     a = p.parse_args(argv)
     try:
         w, h = (int(v) for v in a.size.lower().split("x"))
     except ValueError:
         p.error(f"--size {a.size}: give WIDTHxHEIGHT, e.g. 224x224")
-    if w < 1 or h < 1 or a.batch_size < 1 or a.seconds <= 0 or not 0 < a.center_fraction <= 1:
-        p.error("need --size >= 1x1, --batch-size >= 1, --seconds > 0, 0 < --center-fraction <= 1")
+    if w < 1 or h < 1 or a.batch_size < 1 or a.seconds <= 0 or not 0 < a.center_fraction <= 1 or a.workers < 1:
+        p.error("need --size >= 1x1, --batch-size >= 1, --seconds > 0, 0 < --center-fraction <= 1, --workers >= 1")
     a.width, a.height = w, h
     return a
 
@@ -107,9 +111,9 @@ def worker_init(_worker_id):
 
 
 def timed_run(dataset_for, batches, a, torch_module):
-    """CPU seconds of the worker (reaped child) and of this process over one epoch of `batches`."""
+    """CPU seconds of the workers (reaped children) and of this process over one epoch of `batches`."""
     loader = torch_module.utils.data.DataLoader(dataset_for(batches * a.batch_size), batch_size=a.batch_size,
-                                                num_workers=1, prefetch_factor=2, worker_init_fn=worker_init)
+                                                num_workers=a.workers, prefetch_factor=2, worker_init_fn=worker_init)
     before, wall = os.times(), time.monotonic()
     loop_cpu = 0.0
     count = 0
@@ -156,10 +160,10 @@ def main(argv=None):
 
     # A short run sizes the long one to about --seconds; the difference of
     # the two cancels what does not grow with the batches.
-    short = timed_run(dataset_for, 4, a, torch)
+    short = timed_run(dataset_for, 4 * a.workers, a, torch)
     per_batch_s = max(short["wall_s"] / short["batches"], 1e-4)
-    long_batches = max(12, min(2000, int(a.seconds / per_batch_s)))
-    short = timed_run(dataset_for, max(2, long_batches // 4), a, torch)
+    long_batches = max(12 * a.workers, min(4000, int(a.seconds / per_batch_s)))
+    short = timed_run(dataset_for, max(2 * a.workers, long_batches // 4), a, torch)
     long = timed_run(dataset_for, long_batches, a, torch)
     extra_batches = long["batches"] - short["batches"]
     worker_ms = (long["worker_cpu_s"] - short["worker_cpu_s"]) * 1e3 / (extra_batches * a.batch_size)
@@ -170,8 +174,9 @@ def main(argv=None):
         "torch": torch.__version__,
         "pil": getattr(Image, "__version__", "unknown"),
         "pipeline": f"PIL open + convert(RGB) + {a.crop} crop + {a.filter} resize to {a.width}x{a.height} + "
-                    f"uint8 CHW tensor, DataLoader(num_workers=1, batch_size={a.batch_size})",
+                    f"uint8 CHW tensor, DataLoader(num_workers={a.workers}, batch_size={a.batch_size})",
         "images": len(blobs),
+        "workers": a.workers,
         "batches": [short["batches"], long["batches"]],
         "worker_cpu_ms_per_sample": max(0.0, worker_ms),
         "loop_cpu_ms_per_batch": max(0.0, loop_ms),

@@ -89,7 +89,8 @@ tune::PytorchCosts probe_pytorch(const PytorchProbeRequest& r, const Io& io) {
   const std::vector<std::string> argv = {python, script, "--samples", dir.path().string(), "--batch-size",
                                          std::to_string(r.batch_size), "--size",
                                          fmt::format("{0}x{0}", r.image_size), "--crop", r.crop, "--filter", filter,
-                                         "--seconds", fmt::format("{:g}", r.seconds)};
+                                         "--seconds", fmt::format("{:g}", r.seconds), "--workers",
+                                         std::to_string(r.workers)};
   // Imports and two DataLoader runs: a minute is far beyond what it needs.
   const ChildResult c = run_child(argv, 60 + 4 * r.seconds, r.stop);
   if (!c.started) {

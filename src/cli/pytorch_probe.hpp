@@ -17,6 +17,7 @@ struct PytorchProbeRequest {
   const std::vector<loader::SampleInfo>* samples = nullptr;
   std::string python;  // empty: /usr/bin/python3 when it exists, else python3 from PATH
   int batch_size = 32;
+  int workers = 1;  // DataLoader workers, all kept busy
   int image_size = 224;
   std::string crop = "center";  // tune's --crop
   std::string filter = "fast";  // tune's --filter; a PIL pipeline resizes with bilinear for "fast"

@@ -472,10 +472,15 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   // between waits: the model runs it on the shared cores, then the rest.
   double loop_cpu_ms = 0;
   std::string trial_step_ms = r.device.model.empty() ? r.device.step_ms : fmt::format("{:.3f}", m.step_mean_ms);
+  std::optional<tune::PytorchCosts> pytorch;  // --pytorch-probe: the model describes that pipeline
   if (r.pytorch_probe) {
-    rep.line(fmt::format("PyTorch probe: a DataLoader worker decoding 64 of the dataset's images with {} ...",
-                         r.python.empty() ? default_python() : r.python));
+    // As many busy workers as the job's workers have cores (at most 8): a
+    // sample then costs what it does in a job whose workers keep up.
+    const int busy = std::clamp(static_cast<int>(std::lround(budget.worker_cores)), 1, 8);
+    rep.line(fmt::format("PyTorch probe: {} DataLoader worker{} decoding 64 of the dataset's images with {} ...", busy,
+                         busy == 1 ? "" : "s", r.python.empty() ? default_python() : r.python));
     PytorchProbeRequest pr;
+    pr.workers = busy;
     pr.source = source.get();
     pr.samples = &samples;
     pr.python = r.python;
@@ -485,7 +490,8 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     pr.filter = r.work.filter;
     pr.stop = &stop.flag();
     const tune::PytorchCosts costs = probe_pytorch(pr, ctx.io);
-    rep.line(fmt::format("PyTorch ({}; {}): {:.2f} ms of CPU per sample in the worker, {:.2f} ms per batch in the loop",
+    pytorch = costs;
+    rep.line(fmt::format("PyTorch ({}; {}): {:.2f} ms of CPU per sample in the workers, {:.2f} ms per batch in the loop",
                          costs.pipeline, costs.versions, costs.worker_cpu_ms, costs.loop_cpu_ms_per_batch));
     job_cpu_ms = costs.worker_cpu_ms;
     job_cpu_source = "--pytorch-probe";
@@ -509,7 +515,22 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     rep.line(fmt::format("loop CPU per batch: {:.2f} ms of the {:.2f} ms step ({}): it shares the cores with the workers",
                          loop_cpu_ms, t.mean_ms, r.from));
   }
-  if (const double extra = extra_cpu_ms(job_cpu_ms, m.cpu_mean_ms); extra > 0) {
+  if (pytorch) {
+    // The model takes the probe's cost as it is (its workers all busy, as
+    // the model's busiest case: no further slowdown); the trials spin what
+    // it costs beyond the built-in decode, so they rank configs at about
+    // the job's cost too.
+    const double extra = extra_cpu_ms(job_cpu_ms, m.cpu_mean_ms);
+    rep.line(fmt::format("CPU per sample: the model takes the PyTorch pipeline's {:.2f} ms (the built-in transform: "
+                         "{:.3f} ms){}",
+                         job_cpu_ms, m.cpu_mean_ms,
+                         extra > 0 ? fmt::format("; the trials add {:.2f} ms to it", extra) : std::string()));
+    m.workload.cpu_ms = m.cpu_mean_ms > 0 ? m.workload.cpu_ms.scaled(job_cpu_ms / m.cpu_mean_ms)
+                                          : tune::Distribution::constant(job_cpu_ms);
+    m.workload.cpu_slowdown_all_cores = 1;
+    m.cpu_mean_ms = m.workload.cpu_ms.mean();
+    if (extra > 0) transform = loader::with_extra_cpu(std::move(transform), extra * 1e3);
+  } else if (const double extra = extra_cpu_ms(job_cpu_ms, m.cpu_mean_ms); extra > 0) {
     rep.line(fmt::format("CPU per sample: the job's workers spent {:.2f} ms ({}), the built-in transform {:.3f} ms: the "
                          "model and the trials add {:.2f} ms",
                          job_cpu_ms, job_cpu_source, m.cpu_mean_ms, extra));
@@ -592,6 +613,10 @@ int run_tune(const TuneRequest& request, Context& ctx) {
       std::vector<std::string> ignored;  // the same candidates fit the budget as before
       return f ? predict_all(f->workload, node, space, budget.mem_per_rank, ignored) : std::vector<Prediction>{};
     };
+  } else if (pytorch) {
+    // The model describes the probe's pipeline, which no built-in trial
+    // measures: it breaks ties (choose()) as it stands.
+    so.refit = [&](const std::vector<tune::Trial>&) { return predictions; };
   } else {
     // The built-in trials time every sample they build: the model with that
     // CPU breaks the ties the trials' noise leaves (choose()), as for a job.
@@ -653,6 +678,12 @@ int run_tune(const TuneRequest& request, Context& ctx) {
       m.workload = f->workload;
       m.cpu_mean_ms = m.workload.cpu_ms.mean();
       predictions = result.refitted;
+    }
+  } else if (pytorch) {
+    if (const auto from_trials = tune::cpu_from_trials(result.trials, node); from_trials.used) {
+      rep.line(fmt::format("CPU per sample in the trials: {} (the built-in decode and what they added); the model's "
+                           "figures below keep the PyTorch pipeline's {:.2f} ms",
+                           from_trials.describe(), pytorch->worker_cpu_ms));
     }
   } else {
     const auto from_trials = tune::cpu_from_trials(result.trials, node);
