@@ -589,6 +589,10 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   so.first_round_seconds = std::min(r.first_round_s, r.trial_s);
   so.prefetch_cost = {m.workload.batch_bytes, tune::free_prefetch_bytes(static_cast<double>(budget.mem_per_rank))};
   so.stop = &stop.flag();
+  // The built-in loader starts at once: its short-to-full gap is the
+  // machine's noise alone (±10% between paired runs on this project's VM,
+  // bench/README.md), where a job's also holds its start-up.
+  if (r.exec.empty()) so.noise_cap = std::max(0.10, 2 * r.tolerance);
   // A job's trials read its own CPU (its workers' per sample, its loop's
   // per batch: job_cpu.hpp), which phase 2's built-in measurement cannot
   // see: the search's later picks and its choice use the model refitted to them.

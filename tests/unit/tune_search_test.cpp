@@ -323,6 +323,12 @@ TEST(Search, WithinTheTrialsNoiseTheRefittedModelPicksTheCheaperConfig) {
   EXPECT_EQ(choose(wide, 0.02, {}, &alike)->chosen.candidate.workers, 2);
   const std::vector<Trial> wider = {trial_at(3, 1, 450), trial_at(3, 2, 500), trial_at(2, 2, 465)};
   EXPECT_EQ(choose(wider, 0.02, {}, &alike)->chosen.candidate.workers, 3);
+  // The built-in loader's gap is noise alone (no start-up): a cap of 10%
+  // lets its 11% count, and 7% below is within 2% + 10%.
+  const auto builtin = choose(wider, 0.02, {}, &alike, 0.10);
+  EXPECT_EQ(builtin->chosen.candidate.workers, 2);
+  EXPECT_NE(builtin->reason.find("counted up to 10%"), std::string::npos) << builtin->reason;
+  EXPECT_EQ(choose(wider, 0.02, {}, &slower, 0.10)->chosen.candidate.workers, 3) << "the model still has to agree";
 }
 
 // A refit that has nothing to go on (no trial read the job's CPU) leaves

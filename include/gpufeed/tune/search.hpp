@@ -90,6 +90,10 @@ struct SearchOptions {
   // full trials it picks, and after the last trial, for the choice; both
   // searches keep the last answer in SearchResult::refitted.
   std::function<std::vector<Prediction>(const std::vector<Trial>&)> refit;
+  // The most the trials' own noise (repeat_spread) counts for in choose();
+  // 0: twice the tolerance. A job's short trial holds its start-up, so its
+  // short-to-full gap is more than noise; the built-in loader's is noise.
+  double noise_cap = 0;
 };
 
 struct Choice {
@@ -122,11 +126,12 @@ double repeat_spread(const std::vector<Trial>& trials);
 // Of the successful trials (full rounds preferred), the preferred one within
 // `tolerance` of the best. Given a `model` refitted to these trials, a
 // preferred config also wins when it came within the tolerance plus
-// repeat_spread() (counted up to twice the tolerance) of the best and the
-// model predicts it within the tolerance of the best too: the trials cannot
-// tell the two apart, and the model says the cheaper one gives up nothing.
+// repeat_spread() (counted up to `noise_cap`, 0: twice the tolerance) of the
+// best and the model predicts it within the tolerance of the best too: the
+// trials cannot tell the two apart, and the model says the cheaper one
+// gives up nothing.
 std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance, const PrefetchCost& cost = {},
-                             const std::vector<Prediction>* model = nullptr);
+                             const std::vector<Prediction>* model = nullptr, double noise_cap = 0);
 
 SearchResult model_search(const std::vector<Prediction>& predictions, const SearchSpace& space, TrialRunner& runner,
                           const SearchOptions& options);

@@ -187,7 +187,7 @@ double repeat_spread(const std::vector<Trial>& trials) {
 }
 
 std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance, const PrefetchCost& cost,
-                             const std::vector<Prediction>* model) {
+                             const std::vector<Prediction>* model, double noise_cap) {
   // The latest (longest) round of each candidate speaks for it.
   std::map<std::tuple<int, int, bool>, Trial> latest;
   for (const auto& t : trials) {
@@ -214,9 +214,10 @@ std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance,
   }
   // Within the trials' own noise, the model refitted to them decides. The
   // short-to-full gap also holds a short window's start-up (the incident's
-  // FUSE job read 10% higher in 6 s than in 10 s at every config), so the
-  // noise counts for at most twice the tolerance.
-  const double spread = model ? std::min(repeat_spread(trials), 2 * tolerance) : 0;
+  // FUSE job read 10% higher in 6 s than in 10 s at every config), so for
+  // a job the noise counts for at most twice the tolerance (`noise_cap`).
+  const double cap = noise_cap > 0 ? noise_cap : 2 * tolerance;
+  const double spread = model ? std::min(repeat_spread(trials), cap) : 0;
   const double best_model = model ? predicted(*model, best.candidate) : 0;
   bool by_model = false;
   for (const auto& t : pool) {
@@ -239,12 +240,12 @@ std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance,
   }
   if (by_model) {
     c.reason = fmt::format("{} measured {:.0f} samples/s per rank against the best's {:.0f} ({}), within the {:g}% "
-                           "tolerance plus the trials' own noise here ({:.1f}%: one config's two trials, counted up to twice the "
-                           "tolerance); the model, "
+                           "tolerance plus the trials' own noise here ({:.1f}%: one config's two trials, counted up to {:g}%); "
+                           "the model, "
                            "refitted to these trials, predicts {:.0f} against {:.0f}: the cheaper config gives up nothing "
                            "the trials can show",
                            describe(chosen.candidate), chosen.samples_per_s, best.samples_per_s, describe(best.candidate),
-                           tolerance * 100, spread * 100, predicted(*model, chosen.candidate), best_model);
+                           tolerance * 100, spread * 100, cap * 100, predicted(*model, chosen.candidate), best_model);
   } else if (key(chosen.candidate) == key(best.candidate)) {
     c.reason = fmt::format("{} measured the highest throughput, {:.0f} samples/s per rank, and no cheaper config came "
                            "within {:g}% of it",
@@ -346,8 +347,8 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     // measurement can leave the cheaper config out of the shortlist, and the
     // rule "cheapest within the tolerance" can only pick among configs that
     // were tried.
-    const auto so_far =
-        choose(log.result.trials, options.tolerance, options.prefetch_cost, refitted ? &model : nullptr);
+    const auto so_far = choose(log.result.trials, options.tolerance, options.prefetch_cost, refitted ? &model : nullptr,
+                               options.noise_cap);
     const int wi = so_far ? index_of(space.workers, so_far->chosen.candidate.workers) : -1;
     if (wi > 0) {
       const auto fewer = model_pick(ranked, space.workers[static_cast<std::size_t>(wi - 1)], options.prefetch_cost);
@@ -363,7 +364,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
   // The choice, with the model refitted to every trial as its tie-breaker.
   if (options.refit) log.result.refitted = options.refit(log.result.trials);
   log.result.choice = choose(log.result.trials, options.tolerance, options.prefetch_cost,
-                             log.result.refitted.empty() ? nullptr : &log.result.refitted);
+                             log.result.refitted.empty() ? nullptr : &log.result.refitted, options.noise_cap);
   return log.result;
 }
 
