@@ -1,6 +1,7 @@
 // The search on scripted measurements: which trials run, what wins and why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -235,6 +236,26 @@ TEST(Search, WhenEveryShortTrialRanOutOfTimeTheFavouriteGetsAFullOne) {
   const IncidentSearch failing([](const Candidate&, double) { return 0.0; });  // real failures: nothing more is tried
   EXPECT_FALSE(failing.r.choice);
   EXPECT_TRUE(full_trial_workers(failing.runner, failing.o).empty());
+}
+
+// The incident's FUSE job cold from the page cache (bench/tune_incident.py
+// run 20): 8, 6 and 4 workers printed nothing in their short trials, 3
+// did, and the model refitted to that one trial no longer put 8 ahead. The
+// model before the refit still sends its favourite, which no trial
+// measured, to a full trial.
+TEST(Search, ARefitToOneShortTrialDoesNotRuleOutTheUnmeasuredFavourite) {
+  const auto space = default_space(8);
+  SearchOptions o;
+  ScriptedRunner runner([&](const Candidate& c, double seconds) {
+    if (seconds == o.first_round_seconds && c.workers >= 4) return -1.0;
+    return std::min(c.workers, 8) * 13.5;
+  });
+  o.refit = [&](const std::vector<Trial>&) { return predict(space, [](const Candidate&) { return 45.0; }); };
+  const auto r = model_search(predict(space, [](const Candidate& c) { return c.workers * 13.0; }), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  const auto full = full_trial_workers(runner, o);
+  EXPECT_NE(std::find(full.begin(), full.end(), 8), full.end()) << "8 workers got no full trial";
+  EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
 }
 
 // One step down the knee counts a timed-out short trial as untried: on 3
