@@ -339,7 +339,8 @@ std::string model_source(const TuneRequest& r, const tune::PredictionBand& p, co
   // A Python job pays its interpreter, collate and IPC per sample on top of
   // the built-in transform: on bench/tune_incident.py's local PIL job the
   // built-in model was 27-41% above the job (--from: -5% to +20%).
-  return "the built-in loader's; a Python job is slower per sample: tune with --from a diagnosis of it, or --exec";
+  return "the built-in loader's; a Python job is slower per sample: tune with --pytorch-probe (a PIL image job), "
+         "--from a diagnosis of it, or --exec";
 }
 
 // --from: the step the real job's loop takes between data waits, from a
