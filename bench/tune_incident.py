@@ -63,6 +63,15 @@ def job_cmd(data, workers, prefetch, a, decode, seconds):
             "--persistent"]
 
 
+def warm_python():
+    """Imports torch once, untimed. This VM's host reclaims idle page cache
+    within a minute (DAMON), and a cold import of torch then took over 10 s:
+    the first --exec trial after the built-in tunes printed nothing in its
+    whole 10 s (runs 19-21), where the grid's runs follow one another warm.
+    Each timed part (the grid, each tune, diagnose) starts warm alike."""
+    subprocess.run([PY, "-c", "import numpy, torch, PIL.Image"], check=True, capture_output=True)
+
+
 def run_job(data, workers, prefetch, a, decode):
     out = subprocess.run(job_cmd(data, workers, prefetch, a, decode, a.seconds), capture_output=True, text=True,
                          timeout=a.seconds + 60).stdout
@@ -74,6 +83,7 @@ def diagnose(data, a, decode, path):
     """gpufeed diagnose attached (--pid) to the job while it starves, past
     its start-up (imports, listing), as a user would: the loop's step and
     the CPU its processes spend per sample."""
+    warm_python()
     job = subprocess.Popen(job_cmd(data, a.diagnose_workers, 2, a, decode, a.diagnose_seconds + 60),
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -123,6 +133,7 @@ def tune(data, a, decode, extra, label):
     cmd = [GPUFEED, "tune", "--data", data, "--batch-size", str(a.batch_size)] + step + [
            "--device", "host", "--out", out_path, "--trial-seconds", str(a.trial_seconds), "--first-round-seconds",
            str(a.first_round_seconds), "--measure-seconds", "1"] + work + extra
+    warm_python()
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
@@ -194,6 +205,7 @@ def scenario(name, data, decode, a):
     print(f"\n=== {name}: {data} (job --decode {decode}, batch {a.batch_size}, step {a.step_ms} ms)", flush=True)
     space_w = [w for w in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if w <= a.max_workers]
     space_p = [1, 2, 4, 8]
+    warm_python()
     t0 = time.monotonic()
     grid = {}
     for w in space_w:
