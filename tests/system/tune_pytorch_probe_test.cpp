@@ -52,9 +52,35 @@ fs::path fake_python(const TempDir& dir, const std::string& body) {
   return p;
 }
 
-int probe_dirs_left() {
+// The probe's scratch directories go to TMPDIR: each test points it at a
+// directory of its own (ctest runs tests side by side) and counts there;
+// the old TMPDIR comes back when the test ends.
+class PrivateTmpdir {
+ public:
+  explicit PrivateTmpdir(const TempDir& dir) : path_(dir / "tmp") {
+    if (const char* old = std::getenv("TMPDIR")) old_ = old;
+    fs::create_directories(path_);
+    setenv("TMPDIR", path_.c_str(), 1);
+  }
+  ~PrivateTmpdir() {
+    if (old_.empty()) {
+      unsetenv("TMPDIR");
+    } else {
+      setenv("TMPDIR", old_.c_str(), 1);
+    }
+  }
+  PrivateTmpdir(const PrivateTmpdir&) = delete;
+  PrivateTmpdir& operator=(const PrivateTmpdir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  std::string old_;
+};
+
+int probe_dirs_left(const fs::path& tmp) {
   int n = 0;
-  for (const auto& e : fs::directory_iterator(fs::temp_directory_path())) {
+  for (const auto& e : fs::directory_iterator(tmp)) {
     if (e.path().filename().string().rfind("gpufeed-pytorch-probe-", 0) == 0) ++n;
   }
   return n;
@@ -71,7 +97,7 @@ TEST(TunePytorchProbe, PricesTheBuiltinTargetAsAPyTorchPipeline) {
   TempDir dir;
   const auto data = jpeg_dataset(dir);
   ASSERT_FALSE(data.empty()) << "make_dataset.py failed although PIL imports";
-  const int dirs_before = probe_dirs_left();
+  const PrivateTmpdir tmp(dir);
   const auto out = dir / "config.json";
   const auto r = run_cli(probe_tune(data, out));
   ASSERT_EQ(r.code, 0) << r.err << r.out;
@@ -92,7 +118,7 @@ TEST(TunePytorchProbe, PricesTheBuiltinTargetAsAPyTorchPipeline) {
   EXPECT_EQ(doc["workload"]["step_ms"], "2");
   EXPECT_GE(doc["workload"]["cpu_us"].get<double>(), 0.0);
   EXPECT_NE(doc["workload"]["step"].get<std::string>().find("--pytorch-probe"), std::string::npos);
-  EXPECT_EQ(probe_dirs_left(), dirs_before) << "the copied samples are removed";
+  EXPECT_EQ(probe_dirs_left(tmp.path()), 0) << "the copied samples are removed";
 }
 
 TEST(TunePytorchProbe, RefusesWhatItCannotRun) {
@@ -144,7 +170,7 @@ TEST(TunePytorchProbe, CtrlCStopsTheProbeAndItsChildren) {
   const auto out = dir / "config.json";
   auto args = probe_tune(data, out);
   args.insert(args.end(), {"--python", python.string()});
-  const int dirs_before = probe_dirs_left();
+  const PrivateTmpdir tmp(dir);  // the binary inherits it
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -180,7 +206,7 @@ TEST(TunePytorchProbe, CtrlCStopsTheProbeAndItsChildren) {
     if (!sleeper_gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(sleeper_gone) << "the probe's child " << sleeper << " still runs";
-  EXPECT_EQ(probe_dirs_left(), dirs_before);
+  EXPECT_EQ(probe_dirs_left(tmp.path()), 0) << "the copied samples are removed";
 }
 
 }  // namespace
