@@ -275,6 +275,37 @@ TEST(Search, TheKneeStepTriesACheaperConfigWhoseShortTrialRanOutOfTime) {
   }
 }
 
+// bench/tune_incident.py's run 22 (--exec on FUSE): the short round tried
+// every worker count at prefetch 8, the model refitted to it prefers
+// prefetch 2, and the knee step then sent 6 workers, prefetch 2, to a full
+// trial although 6 workers' short trial had read 25% below 8's. One worker
+// count's short trial rules out its other prefetch depths; one that ran out
+// of time rules out nothing, and the step still tries the refit's pick.
+TEST(Search, TheKneeStepSkipsAWorkerCountItsShortTrialRuledOutAtAnotherPrefetch) {
+  const auto space = default_space(8);
+  auto deep = [](const Candidate& c) { return c.workers * 13.0 * (c.prefetch_factor == 8 ? 1.0 : 0.99); };
+  auto shallow = [](const Candidate& c) { return c.workers * 13.0 * (c.prefetch_factor == 2 ? 1.0 : 0.99); };
+  for (const double six_short : {78.0, -1.0}) {
+    SearchOptions o;
+    o.refit = [&](const std::vector<Trial>&) { return predict(space, shallow); };
+    ScriptedRunner runner([&](const Candidate& c, double seconds) {
+      return c.workers == 6 && seconds == o.first_round_seconds ? six_short : c.workers * 13.0;
+    });
+    const auto r = model_search(predict(space, deep), space, runner, o);
+    ASSERT_TRUE(r.choice);
+    EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
+    std::vector<Candidate> full;
+    for (const auto& [c, seconds] : runner.calls) {
+      if (seconds == o.trial_seconds) full.push_back(c);
+    }
+    if (six_short > 0) {
+      EXPECT_EQ(full, (std::vector<Candidate>{{8, 8, true}})) << "6 workers' short trial ruled the count out";
+    } else {
+      EXPECT_EQ(full, (std::vector<Candidate>{{8, 8, true}, {6, 2, true}})) << "nothing measured 6 workers";
+    }
+  }
+}
+
 TEST(Search, AModelThatAgreesWithTheShortRoundAddsNoFullTrial) {
   const auto space = default_space(8);
   auto rate = [](const Candidate& c) { return c.workers * 13.0; };
