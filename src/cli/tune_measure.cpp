@@ -14,6 +14,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Accesses a storage level needs before its time budget may end it (within
+// three budgets): the model takes each level's whole latency distribution,
+// and a level of three samples read in one stall is no distribution.
+constexpr std::uint64_t kMinSamplesPerLevel = 12;
+
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // Per-sample CPU work: the transform on real samples, one thread, so the
@@ -65,11 +70,15 @@ Measured measure_for_tune(const MeasureRequest& r) {
   if (storage.concurrency.back() < r.max_concurrency) storage.concurrency.push_back(r.max_concurrency);
   storage.per_level = std::chrono::milliseconds(static_cast<long>(r.seconds_per_level * 1000));
   storage.max_samples_per_level = 400;
+  storage.min_samples_per_level = kMinSamplesPerLevel;
   storage.stop = r.stop;
   storage.on_level = [&](const loader::StorageLevel& l) {
     if (r.progress) {
-      r.progress(fmt::format("storage at concurrency {}: read p50 {:.2f} ms, p99 {:.2f} ms", l.concurrency, l.read.p50_ms,
-                             l.read.p99_ms));
+      r.progress(fmt::format("storage at concurrency {}: read p50 {:.2f} ms, p99 {:.2f} ms{}", l.concurrency, l.read.p50_ms,
+                             l.read.p99_ms,
+                             l.ran_on ? fmt::format(" ({} samples: ran {:.1f} s, past its {:g} s, for at least {})",
+                                                    l.samples, l.wall_s, r.seconds_per_level, kMinSamplesPerLevel)
+                                      : ""));
     }
   };
   m.storage = loader::measure_storage(*r.source, *r.samples, storage);

@@ -128,6 +128,36 @@ TEST(StorageTable, MeasuresEachLevelAndWalksFreshSamples) {
   EXPECT_EQ(source.reads().size(), 80u) << "the second level read samples the first did not";
 }
 
+// A level whose time budget ends before it has a distribution runs on to
+// its minimum count, within its overrun limit; without a minimum, the
+// budget alone ends it.
+TEST(StorageTable, AShortLevelRunsOnToItsMinimumSamplesWithinItsLimit) {
+  testing::FakeSource source(1000, 10ms);  // stat + open + read: 30 ms an access
+  const auto samples = source.list();
+  StorageProbeOptions options;
+  options.concurrency = {1};
+  options.per_level = 100ms;
+  const auto budget_only = measure_storage(source, samples, options);
+  ASSERT_EQ(budget_only.levels.size(), 1u);
+  EXPECT_LE(budget_only.levels[0].samples, 5u);
+  EXPECT_FALSE(budget_only.levels[0].ran_on);
+
+  options.min_samples_per_level = 8;
+  options.overrun_factor = 20;
+  const auto ran_on = measure_storage(source, samples, options).levels.at(0);
+  EXPECT_EQ(ran_on.samples, 8u) << "stops at the minimum, not at the limit";
+  EXPECT_TRUE(ran_on.ran_on);
+  EXPECT_GE(ran_on.wall_s, 0.2);
+
+  options.min_samples_per_level = 1000;
+  options.overrun_factor = 3;
+  const auto limited = measure_storage(source, samples, options).levels.at(0);
+  EXPECT_TRUE(limited.ran_on);
+  EXPECT_LT(limited.samples, 1000u);
+  EXPECT_GE(limited.wall_s, 0.29);
+  EXPECT_LT(limited.wall_s, 1.0) << "the overrun limit ends it";
+}
+
 TEST(BenchReport, TextAndJsonCarryTheHeadlineFigures) {
   BenchReport r;
   r.setup.source = "synthetic s3fs";

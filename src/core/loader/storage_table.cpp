@@ -49,16 +49,24 @@ StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>
   for (int c : options.concurrency) {
     if (options.stop && options.stop->load()) break;
     LevelRecorder rec;
-    std::atomic<std::uint64_t> next{0};
+    std::atomic<std::uint64_t> next{0}, completed{0};
+    std::atomic<bool> ran_on{false};
     const auto start = Clock::now();
     const auto deadline = start + options.per_level;
+    const auto hard_deadline =
+        start + std::chrono::duration_cast<Clock::duration>(options.per_level * std::max(1.0, options.overrun_factor));
     auto worker = [&] {
       std::vector<std::byte> buffer;
       std::vector<double> st, op, rd;
       std::uint64_t n = 0, bytes = 0, errors = 0;
       for (;;) {
         const std::uint64_t i = next.fetch_add(1);
-        if (i >= options.max_samples_per_level || Clock::now() >= deadline) break;
+        if (i >= options.max_samples_per_level) break;
+        const auto now = Clock::now();
+        if (now >= deadline) {
+          if (now >= hard_deadline || completed.load() >= options.min_samples_per_level) break;
+          ran_on = true;
+        }
         if (options.stop && options.stop->load()) break;
         const SampleInfo& s = samples[(cursor + i) % samples.size()];
         try {
@@ -73,6 +81,7 @@ StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>
           rd.push_back(ms_since(t));
           bytes += buffer.size();
           ++n;
+          ++completed;
         } catch (const SampleError&) {
           ++errors;  // a bad sample is not a storage figure; counted
         }
@@ -102,6 +111,7 @@ StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>
     level.errors = rec.errors;
     level.mb_per_s = level.wall_s > 0 ? static_cast<double>(rec.bytes) / 1e6 / level.wall_s : 0;
     level.samples_per_s = level.wall_s > 0 ? static_cast<double>(rec.samples) / level.wall_s : 0;
+    level.ran_on = ran_on.load();
     const std::uint64_t used = std::min<std::uint64_t>(next.load(), options.max_samples_per_level);
     cursor += used;
     if (cursor > samples.size()) table.samples_reused = true;
