@@ -438,6 +438,32 @@ TEST(Search, ACostlierRunnerUpTheRefittedModelRulesOutGetsNoFullTrial) {
   EXPECT_EQ(refits, 2) << "after the short round and before the choice";
 }
 
+// The incident's FUSE job under --exec (bench/tune_incident.py run 23):
+// 6 workers' short trial read 94 against 8's 104, inside the 10% that
+// makes it the runner-up, while the model refitted to the short round puts
+// it 20% below. Its full trial (88) could not change the choice. A model
+// that sees the two alike still sends the cheaper runner-up to its check.
+TEST(Search, ACheaperRunnerUpTheRefittedModelPutsFarBelowGetsNoFullTrial) {
+  const auto space = default_space(8);
+  const std::map<int, double> short_round = {{1, 16}, {2, 32}, {3, 48}, {4, 62}, {6, 94}, {8, 104}};
+  const std::map<int, double> full_round = {{1, 15}, {2, 31}, {3, 46}, {4, 60}, {6, 88}, {8, 107}};
+  for (const double six_in_model : {86.0, 100.0}) {
+    SearchOptions o;
+    o.refit = [&](const std::vector<Trial>&) {
+      return predict(space, [&](const Candidate& c) { return c.workers == 6 ? six_in_model : c.workers * 13.5; });
+    };
+    ScriptedRunner runner([&](const Candidate& c, double seconds) {
+      return (seconds == o.first_round_seconds ? short_round : full_round).at(c.workers);
+    });
+    const auto r = model_search(predict(space, [](const Candidate& c) { return c.workers * 13.5; }), space, runner, o);
+    ASSERT_TRUE(r.choice);
+    EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
+    const std::vector<int> expected = six_in_model < 97 ? std::vector<int>{8} : std::vector<int>{8, 6};
+    EXPECT_EQ(full_trial_workers(runner, o), expected)
+        << "6 workers at " << six_in_model << " in the refitted model against 8's 108";
+  }
+}
+
 TEST(Search, TheBudgetStopsTrialsAndKeepsTheBestSoFar) {
   const auto space = default_space(16);
   ScriptedRunner runner(plateau);
