@@ -22,6 +22,7 @@ struct Calibration {
   int full_used = 0;          // of them, configs with a full trial (the rest: short-round ones)
   bool step_fitted = false;   // three or more, one the step limits (raw starvation < 10%)
   int other_regime_left_out = 0;  // configs left out for crowding the cores where the chosen does not, or the reverse
+  int short_only_left_out = 0;    // short-round trials not fitted to: no other config had a full trial
   double samples_per_s = 0;   // the chosen config, simulated with the factors
   std::string describe() const;  // "x1.85 per sample, x1.20 step, fitted to 4 other configs' trials (1 full, 3 short-round)"
 };
@@ -45,7 +46,12 @@ bool crowds_cores(const Workload& w, const NodeShape& node, const Candidate& c);
 // workers busy than cores (crowds_cores) and those that do not are
 // mispredicted differently (a job's processes lose to that crowding more
 // than the model charges), so only the trials on the chosen config's side
-// count, when it has any. tune calibrates only a `--exec` target's model.
+// count, when it has any. Short-round trials alone fit nothing: without a
+// full trial among them the factors stay 1 and the raw model stands (a
+// job's short trial holds its start-up and a few seconds' noise; fitted to
+// them alone the factors moved bench/tune_incident.py's --exec model from
+// -0.1% to +6.3% and from -11.3% to -20.4% on the job, runs 24 and 26).
+// tune calibrates only a `--exec` target's model.
 Calibration calibrate(const Workload& w, const NodeShape& node, const std::vector<Trial>& trials,
                       const Candidate& chosen, const SimOptions& options = {});
 

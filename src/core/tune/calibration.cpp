@@ -9,6 +9,11 @@
 
 namespace gpufeed::tune {
 std::string Calibration::describe() const {
+  if (short_only_left_out > 0) {
+    return fmt::format("not fitted: the other configs had short-round trials only ({}), which hold a job's start-up "
+                       "and a few seconds' noise; the raw model",
+                       short_only_left_out);
+  }
   if (trials_used == 0) return "no other config's trial to fit to: the raw model";
   std::string out =
       fmt::format("x{:.2f} per sample, x{:.2f} step, fitted to {} other {} ({} full, {} short-round)", sample_factor,
@@ -74,6 +79,10 @@ Calibration calibrate(const Workload& w, const NodeShape& node, const std::vecto
     }
   }
   for (const auto& [key, figure] : measured) out.full_used += figure.first == 2 ? 1 : 0;
+  if (out.full_used == 0 && !measured.empty()) {
+    out.short_only_left_out = static_cast<int>(measured.size());
+    measured.clear();
+  }
   out.trials_used = static_cast<int>(measured.size());
   // A slower step shows only in configs the step limits: with none of them
   // among the trials (the raw model has them all starving), a step factor
