@@ -40,7 +40,7 @@ Command add_tune_command(CLI::App& app) {
       ->default_val(10);
   cmd->add_option("--first-round-seconds", r->first_round_s, "Length of the short round that weeds out losers")
       ->default_val(4);
-  cmd->add_option("--measure-seconds", r->measure_level_s, "Time per storage concurrency level in phase 2")
+  cmd->add_option("--measure-seconds", r->measure_level_s, "Time per storage concurrency level in phase 2 (a level runs on to 12 samples, for at most 3x this)")
       ->default_val(1.5);
   cmd->add_option("--budget", r->budget_s, "Wall-time budget in seconds; the best config so far is written when it ends");
   cmd->add_option("--mem-budget", r->mem_budget, "Page-locked memory per rank (default: probe's prefetch budget)")

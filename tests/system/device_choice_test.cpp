@@ -14,34 +14,12 @@
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader/device_gpu.hpp"
 
+#include "support/scoped_env.hpp"
+
 namespace gpufeed::loader {
 namespace {
 
-// Sets an environment variable for the scope, restoring the old value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 constexpr const char* kMissingHip = "/nonexistent/libamdhip64.so.5";
 constexpr const char* kMissingCuda = "/nonexistent/libcudart.so.13";

@@ -169,5 +169,25 @@ TEST(StorageTableOnFuse, StatLatencyIsTheInjectedLookupDelay) {
       << "16 streams of a latency-bound store go much faster than one";
 }
 
+// On the real fixture: a level whose budget ends after two or three slow
+// accesses runs on to its minimum, and says so.
+TEST(StorageTableOnFuse, AShortLevelRunsOnToItsMinimumOnASlowMount) {
+  if (auto why = testing::LatencyFsMount::unavailable_reason()) GTEST_SKIP() << *why;
+  TempDir dir;
+  for (int i = 0; i < 12; ++i) dir.write(fmt::format("source/f{:03d}.bin", i), std::string(50 * 1024, 'x'));
+  testing::LatencyFsMount mount(dir / "source", dir / "mnt", {.lookup_ms = 60});
+  auto src = open_local_source({mount.path()});
+  const auto samples = src->list();
+  StorageProbeOptions options;
+  options.concurrency = {1};
+  options.per_level = std::chrono::milliseconds(150);
+  options.min_samples_per_level = 6;
+  options.overrun_factor = 20;
+  const auto level = measure_storage(*src, samples, options).levels.at(0);
+  EXPECT_TRUE(level.ran_on);
+  EXPECT_EQ(level.samples, 6u);
+  EXPECT_GT(level.wall_s, 6 * 0.06) << "each access looks its path up at least once";
+}
+
 }  // namespace
 }  // namespace gpufeed::loader

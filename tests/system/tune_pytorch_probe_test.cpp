@@ -16,6 +16,7 @@
 
 #include "support/cli_runner.hpp"
 #include "support/schema_validator.hpp"
+#include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 
 namespace gpufeed {
@@ -57,25 +58,16 @@ fs::path fake_python(const TempDir& dir, const std::string& body) {
 // the old TMPDIR comes back when the test ends.
 class PrivateTmpdir {
  public:
-  explicit PrivateTmpdir(const TempDir& dir) : path_(dir / "tmp") {
-    if (const char* old = std::getenv("TMPDIR")) old_ = old;
-    fs::create_directories(path_);
-    setenv("TMPDIR", path_.c_str(), 1);
-  }
-  ~PrivateTmpdir() {
-    if (old_.empty()) {
-      unsetenv("TMPDIR");
-    } else {
-      setenv("TMPDIR", old_.c_str(), 1);
-    }
-  }
-  PrivateTmpdir(const PrivateTmpdir&) = delete;
-  PrivateTmpdir& operator=(const PrivateTmpdir&) = delete;
+  explicit PrivateTmpdir(const TempDir& dir) : path_(created(dir / "tmp")), env_("TMPDIR", path_.c_str()) {}
   const fs::path& path() const { return path_; }
 
  private:
+  static fs::path created(fs::path p) {
+    fs::create_directories(p);
+    return p;
+  }
   fs::path path_;
-  std::string old_;
+  testing::ScopedEnv env_;
 };
 
 int probe_dirs_left(const fs::path& tmp) {
