@@ -409,7 +409,10 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   }
   if (!r.emit.empty() && r.emit != "python") throw usage_error(fmt::format("--emit {} is not known", r.emit), "use python");
   if (r.tolerance < 0 || r.tolerance >= 1) throw usage_error("--tolerance must be in [0, 1)", "e.g. 0.02 for 2%");
-  if (r.trial_s <= 0 || r.first_round_s <= 0) throw usage_error("--trial-seconds must be positive");
+  for (const auto& [name, seconds] : {std::pair{"--trial-seconds", r.trial_s}, std::pair{"--first-round-seconds", r.first_round_s},
+                                      std::pair{"--measure-seconds", r.measure_level_s}}) {
+    if (!(seconds > 0)) throw usage_error(fmt::format("{} {:g}: must be positive", name, seconds), "give seconds, e.g. 1.5");
+  }
   check_probe_options(r);
   if (r.out != "-") check_output_path(r.out);
   Reporter rep(ctx, r.quiet || r.out == "-");  // stdout carries the config then
@@ -466,6 +469,8 @@ int run_tune(const TuneRequest& request, Context& ctx) {
                        format_bytes(std::accumulate(samples.begin(), samples.end(), std::uint64_t{0},
                                                     [](std::uint64_t a, const loader::SampleInfo& s) { return a + s.size; }))));
   Measured m = measure_for_tune(mr);
+  // Ctrl-C in phase 2: nothing is measured whole, so no model is worth simulating.
+  if (stop.flag().load()) throw runtime_error("tune was interrupted while measuring: no config written");
   const double transform_cpu_ms = m.cpu_mean_ms;
   double job_cpu_ms = r.job_cpu_ms;
   std::string job_cpu_source = r.from;

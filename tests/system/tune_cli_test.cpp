@@ -369,6 +369,11 @@ TEST(TuneCli, BadRequestsAreUsageErrors) {
   const auto crop = run_cli({"tune", "--data", "synthetic:memory", "--crop", "full"});
   EXPECT_EQ(crop.code, 2);
   EXPECT_NE(crop.err.find("--crop"), std::string::npos) << crop.err;
+  for (const char* option : {"--trial-seconds", "--first-round-seconds", "--measure-seconds"}) {
+    const auto r = run_cli({"tune", "--data", "synthetic:memory", option, "-1"});
+    EXPECT_EQ(r.code, 2) << option;
+    EXPECT_NE(r.err.find(std::string(option) + " -1: must be positive"), std::string::npos) << r.err;
+  }
 }
 
 class CheckCli : public ::testing::Test {
