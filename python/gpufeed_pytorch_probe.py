@@ -19,7 +19,8 @@ so the workers' start-up and shutdown cancel out:
   loop_cpu_ms_per_batch     CPU of this (the training loop's) process per
                             batch: receiving and unpickling it.
 
-Prints one JSON object (schema gpufeed.pytorch-probe/v1) on stdout. Exit 3
+Prints "timing" on a line once the imports are done and the timed runs start,
+then one JSON object (schema gpufeed.pytorch-probe/v1) on the last line of stdout. Exit 3
 with a one-line reason on stderr when torch or PIL cannot be imported, 2 on
 bad arguments or no readable image in DIR.
 """
@@ -158,6 +159,10 @@ def main(argv=None):
     def dataset_for(n):
         return InMemoryImages(blobs, n, a, Image, torch, numpy)
 
+    # Imports done: gpufeed tune may now pause this process group in turns
+    # to time its own decode in the same seconds (the ratio of the two holds
+    # while this VM's speed swings).
+    print("timing", flush=True)
     # A short run sizes the long one to about --seconds; the difference of
     # the two cancels what does not grow with the batches.
     short = timed_run(dataset_for, 4 * a.workers, a, torch)

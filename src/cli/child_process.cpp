@@ -34,6 +34,7 @@ bool drain(int fd, std::string& into) {
 
 void end_group(pid_t pid, int& status) {
   kill(-pid, SIGTERM);
+  kill(-pid, SIGCONT);  // a paused group (ChildTick) takes its SIGTERM
   const auto deadline = Clock::now() + std::chrono::seconds(2);
   while (Clock::now() < deadline) {
     if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -48,7 +49,8 @@ void end_group(pid_t pid, int& status) {
 
 }  // namespace
 
-ChildResult run_child(const std::vector<std::string>& argv, double timeout_s, const std::atomic<bool>* stop) {
+ChildResult run_child(const std::vector<std::string>& argv, double timeout_s, const std::atomic<bool>* stop,
+                      const ChildTick& on_tick) {
   ChildResult r;
   int out_fds[2], err_fds[2], exec_fds[2];
   if (pipe2(out_fds, O_CLOEXEC) != 0 || pipe2(err_fds, O_CLOEXEC) != 0 || pipe2(exec_fds, O_CLOEXEC) != 0) {
@@ -94,6 +96,17 @@ ChildResult run_child(const std::vector<std::string>& argv, double timeout_s, co
     if (poll(fds, 2, 100) < 0 && errno != EINTR) break;
     if (out_open && (fds[0].revents & (POLLIN | POLLHUP))) out_open = drain(out_fds[0], r.out);
     if (err_open && (fds[1].revents & (POLLIN | POLLHUP))) err_open = drain(err_fds[0], r.err);
+    if (on_tick && (out_open || err_open)) {
+      try {
+        on_tick(pid, r);
+      } catch (...) {  // the hook failed: the child goes with it
+        kill(-pid, SIGCONT);
+        end_group(pid, status);
+        close(out_fds[0]);
+        close(err_fds[0]);
+        throw;
+      }
+    }
   }
   if (r.stopped || r.timed_out) {
     end_group(pid, status);

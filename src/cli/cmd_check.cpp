@@ -106,7 +106,8 @@ int run_check(CheckOptions& o, Context& ctx) {
         work.cpu_us = decoding ? 0 : c.workload.cpu_us;
         work.image_size = c.workload.image_size;
         if (c.workload.decode == "none" && c.workload.sample_bytes) work.sample_bytes = std::to_string(c.workload.sample_bytes);
-        transform = loader::with_extra_cpu(make_transform(work, samples), decoding ? c.workload.cpu_us : 0);
+        transform = loader::with_cpu_scale(
+            loader::with_extra_cpu(make_transform(work, samples), decoding ? c.workload.cpu_us : 0), c.workload.cpu_scale);
         BuiltinTrialSetup setup;
         setup.source = source.get();
         setup.samples = &samples;

@@ -1,10 +1,16 @@
 #include "pytorch_probe.hpp"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -15,6 +21,7 @@ namespace gpufeed::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
 
 // Found beside the binary's tree, or in this source checkout.
 std::string probe_script(const Io& io) {
@@ -55,19 +62,113 @@ class ScratchDir {
   fs::path path_;
 };
 
-// Up to `most` samples spread over the dataset: its classes and sizes.
-void copy_samples(loader::SampleSource& source, const std::vector<loader::SampleInfo>& samples, const fs::path& dir,
-                  std::size_t most) {
-  const std::size_t n = std::min(most, samples.size());
+struct Blob {
+  std::string key;
   std::vector<std::byte> bytes;
+};
+
+// Up to `most` samples spread over the dataset (its classes and sizes),
+// written to `dir` for the probe and kept for the built-in transform.
+std::vector<Blob> copy_samples(loader::SampleSource& source, const std::vector<loader::SampleInfo>& samples,
+                               const fs::path& dir, std::size_t most) {
+  const std::size_t n = std::min(most, samples.size());
+  std::vector<Blob> blobs;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& s = samples[i * samples.size() / n];
-    source.read(s, bytes);
+    Blob b{s.key, {}};
+    source.read(s, b.bytes);
     std::ofstream f(dir / fmt::format("{:04}", i), std::ios::binary);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    f.write(reinterpret_cast<const char*>(b.bytes.data()), static_cast<std::streamsize>(b.bytes.size()));
     if (!f) throw runtime_error(fmt::format("cannot write a sample to {} for --pytorch-probe", dir.string()), "check TMPDIR's free space");
+    blobs.push_back(std::move(b));
   }
+  return blobs;
 }
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Takes turns with the probe: once it has run a turn, pauses its process
+// group, runs the built-in transform on as many threads for a turn (each
+// thread's own CPU time per sample), and lets the probe go on. The probe's
+// figures are CPU times, which a pause does not touch; over a few seconds
+// of turns both see the same fast and slow spells of this machine's cores.
+class BuiltinTurns {
+ public:
+  BuiltinTurns(loader::SampleTransform& transform, const std::vector<Blob>& blobs, int threads, double turn_s)
+      : transform_(transform), blobs_(blobs), threads_(threads), turn_s_(turn_s) {}
+
+  void tick(int group, const ChildResult& so_far) {
+    const auto now = Clock::now();
+    if (!timing_) {
+      if (so_far.out.find("timing") == std::string::npos) return;  // still importing torch
+      timing_ = true;
+      resumed_ = now;
+      return;
+    }
+    if (std::chrono::duration<double>(now - resumed_).count() < turn_s_) return;
+    if (kill(-group, SIGSTOP) != 0) return;  // it has just ended
+    struct Resume {
+      int group;
+      ~Resume() { kill(-group, SIGCONT); }
+    } resume{group};
+    run_turn();
+    resumed_ = Clock::now();
+  }
+
+  // CPU per sample over every turn; 0 when none ran.
+  double cpu_ms_per_sample() const { return samples_ ? cpu_s_ * 1e3 / static_cast<double>(samples_) : 0.0; }
+
+ private:
+  void run_turn() {
+    const auto until = Clock::now() + std::chrono::duration<double>(turn_s_);
+    std::vector<double> cpu(static_cast<std::size_t>(threads_), 0.0);
+    std::vector<std::uint64_t> count(static_cast<std::size_t>(threads_), 0);
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads_));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads_; ++t) {
+      pool.emplace_back([&, t] {
+        const auto i = static_cast<std::size_t>(t);
+        try {
+          std::vector<std::byte> out(transform_.output_bytes());
+          std::size_t next = (next_ + i * blobs_.size() / static_cast<std::size_t>(threads_)) % blobs_.size();
+          const double t0 = thread_cpu_s();
+          while (Clock::now() < until) {
+            const Blob& b = blobs_[next];
+            transform_.apply(b.key, b.bytes, out);
+            next = (next + 1) % blobs_.size();
+            ++count[i];
+          }
+          cpu[i] = thread_cpu_s() - t0;
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    for (const auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+    for (std::size_t i = 0; i < cpu.size(); ++i) {
+      cpu_s_ += cpu[i];
+      samples_ += count[i];
+    }
+    next_ = (next_ + 7) % blobs_.size();
+  }
+
+  loader::SampleTransform& transform_;
+  const std::vector<Blob>& blobs_;
+  int threads_;
+  double turn_s_;
+  bool timing_ = false;
+  Clock::time_point resumed_{};
+  std::size_t next_ = 0;
+  double cpu_s_ = 0;
+  std::uint64_t samples_ = 0;
+};
 
 std::string last_line(const std::string& text) {
   auto end = text.find_last_not_of("\n\r ");
@@ -84,7 +185,7 @@ tune::PytorchCosts probe_pytorch(const PytorchProbeRequest& r, const Io& io) {
   const std::string python = r.python.empty() ? default_python() : r.python;
   const std::string script = probe_script(io);
   ScratchDir dir;
-  copy_samples(*r.source, *r.samples, dir.path(), 64);
+  const auto blobs = copy_samples(*r.source, *r.samples, dir.path(), 64);
   const std::string filter = r.filter == "fast" ? "bilinear" : r.filter;
   const std::vector<std::string> argv = {python, script, "--samples", dir.path().string(), "--batch-size",
                                          std::to_string(r.batch_size), "--size",
@@ -92,13 +193,19 @@ tune::PytorchCosts probe_pytorch(const PytorchProbeRequest& r, const Io& io) {
                                          "--seconds", fmt::format("{:g}", r.seconds), "--workers",
                                          std::to_string(r.workers)};
   // Imports and two DataLoader runs: a minute is far beyond what it needs.
-  const ChildResult c = run_child(argv, 60 + 4 * r.seconds, r.stop);
+  std::optional<BuiltinTurns> turns;
+  ChildTick tick;
+  if (r.transform && !blobs.empty()) {
+    turns.emplace(*r.transform, blobs, std::max(1, r.workers), r.turn_s);
+    tick = [&](int group, const ChildResult& so_far) { turns->tick(group, so_far); };
+  }
+  const ChildResult c = run_child(argv, 60 + 8 * r.seconds, r.stop, tick);
   if (!c.started) {
     throw usage_error(fmt::format("--python {}: no such program", python),
                       "install Debian's python3-torch, or give --python a Python that has torch and PIL");
   }
   if (c.stopped) throw runtime_error("--pytorch-probe was interrupted: no config written");
-  if (c.timed_out) throw runtime_error(fmt::format("--pytorch-probe: {} did not answer within {:.0f} s", python, 60 + 4 * r.seconds));
+  if (c.timed_out) throw runtime_error(fmt::format("--pytorch-probe: {} did not answer within {:.0f} s", python, 60 + 8 * r.seconds));
   if (c.exit_code != 0) {
     const std::string why = last_line(c.err).empty() ? fmt::format("exit status {}", c.exit_code) : last_line(c.err);
     if (c.exit_code == 3) throw usage_error(fmt::format("--pytorch-probe: {}", why), "or tune without --pytorch-probe");
@@ -113,6 +220,7 @@ tune::PytorchCosts probe_pytorch(const PytorchProbeRequest& r, const Io& io) {
   }
   auto reading = tune::read_pytorch_probe(doc);
   if (!reading.costs) throw runtime_error("--pytorch-probe: " + reading.error);
+  if (turns) reading.costs->builtin_cpu_ms = turns->cpu_ms_per_sample();
   return *reading.costs;
 }
 

@@ -335,7 +335,10 @@ int run_simulate(const TuneRequest& r, Context& ctx, Reporter& rep) {
 std::string model_source(const TuneRequest& r, const tune::PredictionBand& p, const tune::Calibration& cal) {
   if (!r.exec.empty()) return fmt::format("raw {:.0f}; calibrated {}", p.model_raw_samples_per_s, cal.describe());
   if (!r.from.empty()) return "the built-in loader with the job's measured CPU and step, from --from";
-  if (r.pytorch_probe) return "the built-in loader with a stock PyTorch pipeline's CPU per sample and per batch, from --pytorch-probe";
+  if (r.pytorch_probe) {
+    return "the built-in loader with a stock PyTorch pipeline's CPU per sample (its ratio to the built-in decode from "
+           "--pytorch-probe, the CPU the trials spent at that ratio) and per batch";
+  }
   // A Python job pays its interpreter, collate and IPC per sample on top of
   // the built-in transform: on bench/tune_incident.py's local PIL job the
   // built-in model was 27-41% above the job (--from: -5% to +20%).
@@ -494,11 +497,18 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     pr.image_size = r.work.image_size;
     pr.crop = r.work.crop;
     pr.filter = r.work.filter;
+    pr.transform = transform.get();
     pr.stop = &stop.flag();
     const tune::PytorchCosts costs = probe_pytorch(pr, ctx.io);
     pytorch = costs;
     rep.line(fmt::format("PyTorch ({}; {}): {:.2f} ms of CPU per sample in the workers, {:.2f} ms per batch in the loop",
                          costs.pipeline, costs.versions, costs.worker_cpu_ms, costs.loop_cpu_ms_per_batch));
+    if (costs.builtin_cpu_ms > 0) {
+      rep.line(fmt::format("the built-in transform on {} thread{}, in turns with it: {:.2f} ms per sample -> the pipeline "
+                           "costs x{:.2f} of it",
+                           busy, busy == 1 ? "" : "s", costs.builtin_cpu_ms,
+                           tune::pytorch_ratio(costs, m.cpu_mean_ms)));
+    }
     job_cpu_ms = costs.worker_cpu_ms;
     job_cpu_source = "--pytorch-probe";
     // The step given is the training step; a PyTorch loop also receives
@@ -521,21 +531,27 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     rep.line(fmt::format("loop CPU per batch: {:.2f} ms of the {:.2f} ms step ({}): it shares the cores with the workers",
                          loop_cpu_ms, t.mean_ms, r.from));
   }
+  double pytorch_ratio = 1, trial_scale = 1;  // --pytorch-probe: the pipeline per built-in ms; the trials' factor
   if (pytorch) {
-    // The model takes the probe's cost as it is (its workers all busy, as
-    // the model's busiest case: no further slowdown); the trials spin what
-    // it costs beyond the built-in decode, so they rank configs at about
-    // the job's cost too.
-    const double extra = extra_cpu_ms(job_cpu_ms, m.cpu_mean_ms);
-    rep.line(fmt::format("CPU per sample: the model takes the PyTorch pipeline's {:.2f} ms (the built-in transform: "
-                         "{:.3f} ms){}",
+    // Until the trials have run, the model takes the probe's cost as it is
+    // (its workers all busy, as the model's busiest case: no further
+    // slowdown). The trials pay the pipeline's ratio to the built-in decode
+    // on every sample, so they rank configs at about the job's cost, and
+    // their CPU over the whole search then prices the model (below).
+    pytorch_ratio = tune::pytorch_ratio(*pytorch, m.cpu_mean_ms);
+    trial_scale = tune::trial_cpu_scale(pytorch_ratio);
+    rep.line(fmt::format("CPU per sample: the model takes the PyTorch pipeline's {:.2f} ms until the trials have run "
+                         "(phase 2's built-in transform: {:.3f} ms); {}",
                          job_cpu_ms, m.cpu_mean_ms,
-                         extra > 0 ? fmt::format("; the trials add {:.2f} ms to it", extra) : std::string()));
+                         trial_scale > 1 ? fmt::format("the trials scale each sample's CPU by x{:.2f}", trial_scale)
+                                         : fmt::format("the pipeline is the cheaper (x{:.2f}): the trials run the "
+                                                       "built-in transform as it is",
+                                                       pytorch_ratio)));
     m.workload.cpu_ms = m.cpu_mean_ms > 0 ? m.workload.cpu_ms.scaled(job_cpu_ms / m.cpu_mean_ms)
                                           : tune::Distribution::constant(job_cpu_ms);
     m.workload.cpu_slowdown_all_cores = 1;
     m.cpu_mean_ms = m.workload.cpu_ms.mean();
-    if (extra > 0) transform = loader::with_extra_cpu(std::move(transform), extra * 1e3);
+    transform = loader::with_cpu_scale(std::move(transform), trial_scale);
   } else if (const double extra = extra_cpu_ms(job_cpu_ms, m.cpu_mean_ms); extra > 0) {
     rep.line(fmt::format("CPU per sample: the job's workers spent {:.2f} ms ({}), the built-in transform {:.3f} ms: the "
                          "model and the trials add {:.2f} ms",
@@ -617,6 +633,12 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     if (f.loop_ms > 0) f.workload.loop_cpu_ms = tune::Distribution::constant(f.loop_ms);
     return f;
   };
+  // The CPU time of every all-busy trial (most of the search), else the
+  // line through the trials within the cores.
+  auto trials_cpu = [&](const std::vector<tune::Trial>& trials) {
+    const auto f = tune::cpu_time_from_trials(trials, node);
+    return f.used ? f : tune::cpu_from_trials(trials, node);
+  };
   if (!r.exec.empty()) {
     so.refit = [&](const std::vector<tune::Trial>& trials) {
       const auto f = job_fit(trials);
@@ -624,9 +646,14 @@ int run_tune(const TuneRequest& request, Context& ctx) {
       return f ? predict_all(f->workload, node, space, budget.mem_per_rank, ignored) : std::vector<Prediction>{};
     };
   } else if (pytorch) {
-    // The model describes the probe's pipeline, which no built-in trial
-    // measures: it breaks ties (choose()) as it stands.
-    so.refit = [&](const std::vector<tune::Trial>&) { return predictions; };
+    // The trials paid the pipeline's ratio on every sample they built: the
+    // model with their CPU breaks the ties the trials' noise leaves.
+    so.refit = [&](const std::vector<tune::Trial>& trials) {
+      const auto f = tune::pytorch_cpu_from_trials(trials_cpu(trials), pytorch_ratio, trial_scale);
+      std::vector<std::string> ignored;
+      return f.used ? predict_all(tune::with_cpu_from_trials(m.workload, f), node, space, budget.mem_per_rank, ignored)
+                    : std::vector<Prediction>{};
+    };
   } else {
     // The built-in trials time every sample they build: the model with that
     // CPU breaks the ties the trials' noise leaves (choose()), as for a job.
@@ -690,10 +717,16 @@ int run_tune(const TuneRequest& request, Context& ctx) {
       predictions = result.refitted;
     }
   } else if (pytorch) {
-    if (const auto from_trials = tune::cpu_from_trials(result.trials, node); from_trials.used) {
-      rep.line(fmt::format("CPU per sample in the trials: {} (the built-in decode and what they added); the model's "
-                           "figures below keep the PyTorch pipeline's {:.2f} ms",
-                           from_trials.describe(), pytorch->worker_cpu_ms));
+    const auto from_trials = trials_cpu(result.trials);
+    if (const auto f = tune::pytorch_cpu_from_trials(from_trials, pytorch_ratio, trial_scale); f.used) {
+      rep.line(fmt::format("CPU per sample in the trials: {} (the built-in decode x{:.2f}); the PyTorch pipeline's: "
+                           "{:.3f} ms{}; the model's figures below use it (the probe read {:.2f} ms in its seconds)",
+                           from_trials.describe(), trial_scale, f.cpu_ms,
+                           f.all_busy ? "" : " with 1 core busy", pytorch->worker_cpu_ms));
+      m.workload = tune::with_cpu_from_trials(m.workload, f);
+      m.cpu_mean_ms = m.workload.cpu_ms.mean();
+      std::vector<std::string> ignored;  // the same candidates fit the budget as before
+      predictions = predict_all(m.workload, node, space, budget.mem_per_rank, ignored);
     }
   } else {
     const auto from_trials = tune::cpu_from_trials(result.trials, node);
@@ -787,7 +820,9 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.workload.full_decode = r.work.full_decode;
   config.workload.filter = r.work.filter;
   config.workload.crop = r.work.crop;
-  config.workload.cpu_us = r.work.cpu_us + extra_cpu_ms(job_cpu_ms, transform_cpu_ms) * 1e3;  // check pays it too
+  // Check pays what the trials paid: a job's CPU on top, or the pipeline's ratio.
+  config.workload.cpu_us = r.work.cpu_us + (pytorch ? 0.0 : extra_cpu_ms(job_cpu_ms, transform_cpu_ms) * 1e3);
+  config.workload.cpu_scale = trial_scale;
   config.workload.image_size = r.work.image_size;
   config.workload.sample_bytes = transform->output_bytes();
   config.workload.ranks = budget.ranks;

@@ -73,13 +73,16 @@ tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, double seconds) {
     }
   }
   LatencyHistogram transform;
+  std::uint64_t transform_cpu_ns = 0;
   for (const auto& f : figures) {
     trial.samples_per_s += f.samples_per_s / setup_.ranks;
     trial.starvation += f.starvation / setup_.ranks;
     transform.merge(f.transform);
+    transform_cpu_ns += f.transform_cpu_ns;
   }
   trial.transform_ms = transform.mean_ns() / 1e6;
   trial.transform_samples = transform.count;
+  if (transform.count) trial.transform_cpu_ms = static_cast<double>(transform_cpu_ns) / 1e6 / static_cast<double>(transform.count);
   return trial;
 }
 

@@ -423,6 +423,20 @@ TEST_F(CheckCli, FailsOnAnUnknownSchemaVersion) {
   EXPECT_NE(r.err.find("gpufeed.config/v9"), std::string::npos) << r.err;
 }
 
+// tune --pytorch-probe's trials scaled each sample's CPU: check pays the
+// same, and refuses a scale no tune writes.
+TEST_F(CheckCli, ReadsTheTrialsCpuScaleAndRefusesOneOutOfRange) {
+  EXPECT_EQ(load(config_)["workload"]["cpu_scale"], 1) << "no --pytorch-probe: nothing scaled";
+  const auto scaled = edited([](nlohmann::json& d) { d["workload"]["cpu_scale"] = 1.5; });
+  EXPECT_EQ(schema_errors("config", load(scaled)), "");
+  const auto ok = run_cli({"check", "--config", scaled.string(), "--seconds", "1", "--tolerance", "0.99"});
+  EXPECT_EQ(ok.code, 0) << ok.err << ok.out;
+  const auto bad = edited([](nlohmann::json& d) { d["workload"]["cpu_scale"] = 0.5; });
+  const auto r = run_cli({"check", "--config", bad.string(), "--seconds", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("workload.cpu_scale 0.5 is out of range"), std::string::npos) << r.err;
+}
+
 TEST(CheckCliInput, AMissingOrBrokenConfigIsAUsageError) {
   TempDir dir;
   EXPECT_EQ(run_cli({"check", "--config", (dir / "none.json").string()}).code, 2);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -266,6 +267,53 @@ TEST(Transforms, ExtraCpuKeepsTheInnerTransformsShapeAndBytes) {
   extra->apply("k", in, out);
   EXPECT_EQ(out[9], std::byte{7});
   EXPECT_EQ(out[10], std::byte{0});  // zero-padded as the copy does
+}
+
+namespace {
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// Spends `ms` of this thread's CPU time per sample, however fast the core.
+class CpuTimeTransform final : public gpufeed::loader::SampleTransform {
+ public:
+  explicit CpuTimeTransform(double ms) : ms_(ms) {}
+  std::string describe() const override { return "cpu-time"; }
+  std::size_t output_bytes() const override { return 4; }
+  std::vector<std::int64_t> sample_shape() const override { return {4}; }
+  void apply(const std::string&, std::span<const std::byte>, std::span<std::byte> out) override {
+    const double until = thread_cpu_ms() + ms_;
+    volatile std::uint64_t x = 0;
+    while (thread_cpu_ms() < until) x = x + 1;
+    out[0] = std::byte{9};
+  }
+
+ private:
+  double ms_;
+};
+
+}  // namespace
+
+// tune --pytorch-probe: the trials pay the PIL pipeline's ratio to the
+// built-in decode, in CPU time, sample by sample.
+TEST(Transforms, CpuScaleMultipliesEachSamplesCpuTime) {
+  EXPECT_EQ(with_cpu_scale(std::make_unique<CpuTimeTransform>(1), 1.0)->describe(), "cpu-time") << "x1: unchanged";
+  EXPECT_EQ(with_cpu_scale(std::make_unique<CpuTimeTransform>(1), 0.8)->describe(), "cpu-time") << "below 1: unchanged";
+  auto scaled = with_cpu_scale(std::make_unique<CpuTimeTransform>(2), 2.5);
+  EXPECT_EQ(scaled->describe(), "cpu-time, its CPU x2.50");
+  EXPECT_EQ(scaled->output_bytes(), 4u);
+  std::vector<std::byte> in(4), out(4);
+  for (int i = 0; i < 3; ++i) {
+    const double t0 = thread_cpu_ms();
+    scaled->apply("k", in, out);
+    const double spent = thread_cpu_ms() - t0;
+    EXPECT_GE(spent, 2 * 2.5 - 0.01);
+    EXPECT_LT(spent, 2 * 2.5 + 1.0) << "the spin stops once it has spent its share";
+  }
+  EXPECT_EQ(out[0], std::byte{9});
 }
 
 TEST(Pipeline, WorkersReadOneSampleAtATimeUnlessIoDepthAllowsMore) {

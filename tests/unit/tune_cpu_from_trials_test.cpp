@@ -83,6 +83,42 @@ TEST(CpuFromTrials, NotUsedWithoutTrialsOrCpu) {
 }
 
 // The refit keeps the measured distribution's shape and sets its mean.
+Trial cpu_timed(int workers, double wall_ms, double cpu_ms, std::uint64_t samples = 1000) {
+  Trial t = timed(workers, wall_ms, samples);
+  t.transform_cpu_ms = cpu_ms;
+  return t;
+}
+
+// CPU time holds no wait for a core, so trials with more workers than cores
+// count, weighted by samples; trials that left a core idle do not (their
+// cores ran with less contention than the job's busiest case).
+TEST(CpuFromTrials, CpuTimeOfEveryTrialThatKeptAllCoresBusy) {
+  const NodeShape node{1, 2};
+  const auto f = cpu_time_from_trials(
+      {cpu_timed(1, 2.0, 2.0), cpu_timed(2, 3.1, 3.0, 1000), cpu_timed(6, 9.0, 3.3, 3000)}, node);
+  ASSERT_TRUE(f.used) << f.why_not;
+  EXPECT_NEAR(f.cpu_ms, (3.0 * 1000 + 3.3 * 3000) / 4000, 1e-9);
+  EXPECT_EQ(f.trials, 2);
+  EXPECT_TRUE(f.all_busy);
+  EXPECT_DOUBLE_EQ(f.slowdown, 1.0);
+  EXPECT_NE(f.describe().find("3.225 ms of CPU per sample with all worker cores busy (2 trials)"), std::string::npos)
+      << f.describe();
+  EXPECT_DOUBLE_EQ(with_cpu_from_trials(Workload{}, f).cpu_slowdown_all_cores, 1.0);
+}
+
+TEST(CpuFromTrials, CpuTimeNotUsedWithoutItOrWithoutABusyTrial) {
+  const NodeShape node{1, 2};
+  EXPECT_FALSE(cpu_time_from_trials({timed(2, 3.0), timed(4, 6.0)}, node).used) << "wall times only";
+  EXPECT_FALSE(cpu_time_from_trials({cpu_timed(1, 3.0, 3.0)}, node).used) << "a core left idle";
+  auto failed = cpu_timed(2, 3.0, 3.0);
+  failed.ok = false;
+  EXPECT_FALSE(cpu_time_from_trials({failed}, node).used);
+  const auto tiny = cpu_time_from_trials({cpu_timed(2, 0.01, 0.01)}, node);
+  EXPECT_FALSE(tiny.used);
+  EXPECT_NE(tiny.why_not.find("too little"), std::string::npos) << tiny.why_not;
+  EXPECT_TRUE(cpu_time_from_trials({cpu_timed(1, 3.0, 3.0)}, NodeShape{2, 2}).used) << "two ranks of one worker";
+}
+
 TEST(CpuFromTrials, TheWorkloadKeepsItsShape) {
   Workload w;
   w.cpu_ms = Distribution({1.0, 2.0, 3.0});

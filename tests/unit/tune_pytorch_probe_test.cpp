@@ -49,5 +49,33 @@ TEST(PytorchProbe, RefusesAnswersWithoutUsableFigures) {
   EXPECT_FALSE(read_pytorch_probe(negative).costs);
 }
 
+// The ratio holds what the pipeline costs against the built-in decode timed
+// in the same seconds; phase 2's figure (another moment) only stands in.
+TEST(PytorchProbe, TheRatioIsTakenAgainstTheInterleavedBuiltInDecode) {
+  PytorchCosts c;
+  c.worker_cpu_ms = 4.4;
+  c.builtin_cpu_ms = 4.0;
+  EXPECT_DOUBLE_EQ(pytorch_ratio(c, 2.2), 1.1) << "the interleaved figure, not phase 2's";
+  c.builtin_cpu_ms = 0;
+  EXPECT_DOUBLE_EQ(pytorch_ratio(c, 2.2), 2.0) << "no interleaved figure: phase 2's";
+  EXPECT_DOUBLE_EQ(pytorch_ratio(c, 0), 1.0) << "nothing to compare: no scaling";
+}
+
+TEST(PytorchProbe, TrialsScaleUpOnlyAndTheModelTakesTheRestFromTheirCpu) {
+  EXPECT_DOUBLE_EQ(trial_cpu_scale(1.3), 1.3);
+  EXPECT_DOUBLE_EQ(trial_cpu_scale(0.8), 1.0) << "a trial cannot run faster than the built-in decode";
+  CpuFromTrials trials;
+  trials.used = true;
+  trials.cpu_ms = 5.2;  // the trials' samples: built-in decode x1.3
+  trials.slowdown = 1.1;
+  const auto scaled_up = pytorch_cpu_from_trials(trials, 1.3, trial_cpu_scale(1.3));
+  EXPECT_DOUBLE_EQ(scaled_up.cpu_ms, 5.2) << "the trials already paid the ratio";
+  EXPECT_DOUBLE_EQ(scaled_up.slowdown, 1.1);
+  trials.cpu_ms = 4.0;  // unscaled trials of a pipeline cheaper than the built-in decode
+  EXPECT_DOUBLE_EQ(pytorch_cpu_from_trials(trials, 0.8, trial_cpu_scale(0.8)).cpu_ms, 3.2);
+  trials.used = false;
+  EXPECT_FALSE(pytorch_cpu_from_trials(trials, 1.3, 1.3).used);
+}
+
 }  // namespace
 }  // namespace gpufeed::tune

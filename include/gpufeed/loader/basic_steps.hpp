@@ -27,6 +27,12 @@ std::unique_ptr<SampleTransform> make_cpu_cost_transform(std::size_t slot_bytes,
 // `inner`, plus `extra_us` of CPU work per sample: the built-in loader paying
 // what a real job's workers pay on top of the transform (tune --from).
 std::unique_ptr<SampleTransform> with_extra_cpu(std::unique_ptr<SampleTransform> inner, double extra_us);
+// `inner`, its CPU per sample multiplied by `factor` (> 1; otherwise `inner`
+// as it is): after each sample the worker spins on until its thread has spent
+// `factor` times the CPU the sample took. Being proportional, the extra cost
+// slows down and speeds up with the machine as the decode does (tune
+// --pytorch-probe: a PIL pipeline costs a ratio of the built-in decode).
+std::unique_ptr<SampleTransform> with_cpu_scale(std::unique_ptr<SampleTransform> inner, double factor);
 // `cpu_us` of CPU work on the loop's thread before each `inner` step: the
 // training loop's own per-batch work (receiving, unpickling) as it competes
 // with the workers for cores (tune --from).

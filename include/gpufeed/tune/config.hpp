@@ -71,6 +71,7 @@ struct WorkloadRecord {
   std::string filter = "fast";    // --decode jpeg resize filter
   std::string crop = "center";    // --decode jpeg crop mode
   double cpu_us = 0;
+  double cpu_scale = 1;            // each sample's CPU multiplied (tune --pytorch-probe's trials)
   int image_size = 224;
   std::uint64_t sample_bytes = 0; // per sample in the batch
   int ranks = 1;

@@ -21,6 +21,7 @@ struct CpuFromTrials {
   double slowdown = 1;     // Workload::cpu_slowdown_all_cores
   int trials = 0;          // trials the figures came from
   bool mean_only = false;  // a mean over trials that all had more workers than cores: no growth measured
+  bool all_busy = false;   // cpu_time_from_trials: CPU time with every core busy (slowdown 1)
   std::string why_not;     // when not used
   std::string describe() const;  // "2.610 ms per sample with 1 core busy, x1.05 with all worker cores (5 trials)"
 };
@@ -32,6 +33,14 @@ struct CpuFromTrials {
 // count: a falling line is noise, a steeper one more than trials of seconds
 // can show). Not used when the transform takes under `min_ms`.
 CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape& node, double min_ms = 0.05);
+
+// The workers' CPU time per sample (Trial::transform_cpu_ms) over the
+// trials that kept every worker core busy (workers x ranks >= cores): what a
+// sample costs with all cores busy, however many workers took turns on
+// them, weighted by samples, with no further growth (slowdown 1). Every
+// such trial counts, so the figure spans most of the search, not the few
+// trials with no more workers than cores. Not used when none measured it.
+CpuFromTrials cpu_time_from_trials(const std::vector<Trial>& trials, const NodeShape& node, double min_ms = 0.05);
 
 // The workload with its CPU distribution scaled to `f.cpu_ms` (its shape
 // kept) and the slowdown set; unchanged when `f` is not used.

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gpufeed/document.hpp"
+#include "gpufeed/tune/cpu_from_trials.hpp"
 
 namespace gpufeed::tune {
 
@@ -16,7 +17,31 @@ struct PytorchCosts {
   double loop_cpu_ms_per_batch = 0; // the loop process receiving and unpickling a batch
   std::string pipeline;             // what the probe ran, for the report
   std::string versions;             // "torch 1.13.0, PIL 9.4.0"
+  // The built-in transform's CPU per sample on as many threads, timed in
+  // turns with the probe (its process group paused meanwhile): 0 when it
+  // did not run. This VM's cores swing between about 2.6 and 4 ms for the
+  // same decode within seconds, so each figure alone moves by 20-50% from
+  // one tune to the next; their ratio, taken over the same seconds, is
+  // the pipeline's own.
+  double builtin_cpu_ms = 0;
 };
+
+// What the pipeline costs per ms of the built-in transform: against the
+// interleaved built-in figure when there is one, else against `fallback_ms`
+// (phase 2's, timed at another moment).
+double pytorch_ratio(const PytorchCosts& c, double fallback_ms);
+
+// The factor the built-in trials scale each sample's CPU by, so that they
+// pay about what the pipeline does (loader::with_cpu_scale): the ratio, or 1
+// when the pipeline is the cheaper (the trials cannot run faster).
+double trial_cpu_scale(double ratio);
+
+// The pipeline's CPU per sample from built-in trials that ran at
+// `trial_scale` times the built-in CPU: their figure times ratio /
+// trial_scale. The trials time every sample over the whole search, so the
+// model's final figures follow the machine's speed over minutes, not the
+// probe's few seconds.
+CpuFromTrials pytorch_cpu_from_trials(const CpuFromTrials& trials, double ratio, double trial_scale);
 
 struct PytorchProbeReading {
   std::optional<PytorchCosts> costs;

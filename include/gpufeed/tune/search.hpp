@@ -64,6 +64,9 @@ struct Trial {
   // CPU from /proc (job_cpu.hpp). 0: not measured.
   double transform_ms = 0;
   std::uint64_t transform_samples = 0;
+  // Built-in trials: the workers' CPU time per sample in the same samples
+  // (transform_ms is wall time, which holds a worker's wait for a core). 0: not measured.
+  double transform_cpu_ms = 0;
   double loop_cpu_ms = 0;  // a job's trials: its loop process's CPU per batch (0: not measured)
 };
 

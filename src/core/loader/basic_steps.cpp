@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -140,6 +141,43 @@ class ExtraCpuTransform final : public SampleTransform {
   std::uint64_t iterations_;
 };
 
+// The thread's own CPU time: what the inner transform cost this sample,
+// whatever else shared its core meanwhile.
+double thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+// Spins until this thread has spent `ns` more of CPU time.
+void spin_cpu_ns(double ns) {
+  const double until = thread_cpu_ns() + ns;
+  while (thread_cpu_ns() < until) g_sink = g_sink + spin(2000);
+}
+
+class CpuScaleTransform final : public SampleTransform {
+ public:
+  CpuScaleTransform(std::unique_ptr<SampleTransform> inner, double factor) : inner_(std::move(inner)), factor_(factor) {}
+  std::string describe() const override { return fmt::format("{}, its CPU x{:.2f}", inner_->describe(), factor_); }
+  std::size_t output_bytes() const override { return inner_->output_bytes(); }
+  std::vector<std::int64_t> sample_shape() const override { return inner_->sample_shape(); }
+  void apply(const std::string& key, std::span<const std::byte> in, std::span<std::byte> out) override {
+    const double t0 = thread_cpu_ns();
+    inner_->apply(key, in, out);
+    spin_cpu_ns((factor_ - 1) * (thread_cpu_ns() - t0));
+  }
+  bool in_place() const override { return inner_->in_place(); }
+  void finish_in_place(const std::string& key, std::span<std::byte> slot, std::size_t filled) override {
+    const double t0 = thread_cpu_ns();
+    inner_->finish_in_place(key, slot, filled);
+    spin_cpu_ns((factor_ - 1) * (thread_cpu_ns() - t0));
+  }
+
+ private:
+  std::unique_ptr<SampleTransform> inner_;
+  double factor_;
+};
+
 class LoopCpuStep final : public StepRunner {
  public:
   LoopCpuStep(std::unique_ptr<StepRunner> inner, double cpu_us)
@@ -197,6 +235,11 @@ std::unique_ptr<SampleTransform> make_cpu_cost_transform(std::size_t slot_bytes,
 std::unique_ptr<SampleTransform> with_extra_cpu(std::unique_ptr<SampleTransform> inner, double extra_us) {
   if (extra_us <= 0) return inner;
   return std::make_unique<ExtraCpuTransform>(std::move(inner), extra_us);
+}
+
+std::unique_ptr<SampleTransform> with_cpu_scale(std::unique_ptr<SampleTransform> inner, double factor) {
+  if (!(factor > 1)) return inner;
+  return std::make_unique<CpuScaleTransform>(std::move(inner), factor);
 }
 
 std::unique_ptr<StepRunner> with_loop_cpu(std::unique_ptr<StepRunner> inner, double cpu_us) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <exception>
 #include <map>
@@ -72,8 +73,17 @@ struct StepRecord {
 struct ThreadFigures {
   LatencyHistogram fetch;
   LatencyHistogram transform;
+  std::uint64_t transform_cpu_ns = 0;
   std::uint64_t bytes_read = 0;
 };
+
+// This thread's CPU time: a transform's cost without the time its worker
+// waited for a core.
+std::uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
 
 class Pipeline {
  public:
@@ -354,11 +364,13 @@ class Pipeline {
         got = bytes.size();
       }
       const auto t1 = Clock::now();
+      const std::uint64_t cpu0 = thread_cpu_ns();
       if (in_place_) {
         run_.transform.finish_in_place(info.key, out, got);
       } else {
         run_.transform.apply(info.key, bytes, out);
       }
+      f.transform_cpu_ns += thread_cpu_ns() - cpu0;
       const auto t2 = Clock::now();
       f.fetch.add(static_cast<std::uint64_t>(std::chrono::nanoseconds(t1 - t0).count()));
       f.transform.add(static_cast<std::uint64_t>(std::chrono::nanoseconds(t2 - t1).count()));
@@ -550,6 +562,7 @@ class Pipeline {
     for (const auto& t : thread_figures_) {
       f.fetch.merge(t.fetch);
       f.transform.merge(t.transform);
+      f.transform_cpu_ns += t.transform_cpu_ns;
       f.bytes_read += t.bytes_read;
     }
     f.queue = thin(queue_, 200);

@@ -104,6 +104,7 @@ Json to_json(const TunedConfig& c) {
         {"filter", w.filter},
         {"crop", w.crop},
         {"cpu_us", w.cpu_us},
+        {"cpu_scale", w.cpu_scale},
         {"image_size", w.image_size},
         {"sample_bytes", w.sample_bytes},
         {"ranks", w.ranks}}},
@@ -214,6 +215,11 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.workload.filter = get_or<std::string>(w, "filter", "fast");
   c.workload.crop = get_or<std::string>(w, "crop", "center");
   c.workload.cpu_us = get_or<double>(w, "cpu_us", 0);
+  c.workload.cpu_scale = get_or<double>(w, "cpu_scale", 1);
+  if (!(c.workload.cpu_scale >= 1 && c.workload.cpu_scale <= 100)) {
+    throw usage_error(fmt::format("{}: workload.cpu_scale {} is out of range (1-100)", source, c.workload.cpu_scale),
+                      "write the config with gpufeed tune");
+  }
   c.workload.image_size = get_or<int>(w, "image_size", 224);
   c.workload.sample_bytes = get_or<std::uint64_t>(w, "sample_bytes", 0);
   c.workload.ranks = get_or<int>(w, "ranks", 1);

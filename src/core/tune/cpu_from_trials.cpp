@@ -10,6 +10,10 @@ namespace gpufeed::tune {
 
 std::string CpuFromTrials::describe() const {
   if (!used) return why_not;
+  if (all_busy) {
+    return fmt::format("{:.3f} ms of CPU per sample with all worker cores busy ({} trial{})", cpu_ms, trials,
+                       trials == 1 ? "" : "s");
+  }
   if (mean_only) {
     return fmt::format("{:.3f} ms per sample, the mean over {} trial{} with more workers than cores", cpu_ms, trials,
                        trials == 1 ? "" : "s");
@@ -74,6 +78,32 @@ CpuFromTrials cpu_from_trials(const std::vector<Trial>& trials, const NodeShape&
   out.cpu_ms = a;
   out.slowdown = k;
   out.trials = static_cast<int>(points.size());
+  return out;
+}
+
+CpuFromTrials cpu_time_from_trials(const std::vector<Trial>& trials, const NodeShape& node, double min_ms) {
+  CpuFromTrials out;
+  double samples = 0, ms = 0;
+  int n = 0;
+  for (const auto& t : trials) {
+    const double busy = static_cast<double>(t.candidate.workers) * node.ranks;
+    if (!t.ok || t.transform_samples == 0 || t.transform_cpu_ms <= 0 || busy < node.worker_cores - 1e-9) continue;
+    samples += static_cast<double>(t.transform_samples);
+    ms += t.transform_cpu_ms * static_cast<double>(t.transform_samples);
+    ++n;
+  }
+  if (n == 0) {
+    out.why_not = "no trial kept every worker core busy and timed its CPU";
+    return out;
+  }
+  if (ms / samples < min_ms) {
+    out.why_not = fmt::format("the trials' transform took {:.3f} ms of CPU per sample: too little to refit", ms / samples);
+    return out;
+  }
+  out.used = true;
+  out.cpu_ms = ms / samples;
+  out.trials = n;
+  out.all_busy = true;
   return out;
 }
 

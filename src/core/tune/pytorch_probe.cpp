@@ -1,5 +1,6 @@
 #include "gpufeed/tune/pytorch_probe.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -37,6 +38,19 @@ PytorchProbeReading read_pytorch_probe(const Json& doc) {
   }
   out.costs = PytorchCosts{*worker, *loop, text(doc, "pipeline"),
                            fmt::format("torch {}, PIL {}", text(doc, "torch"), text(doc, "pil"))};
+  return out;
+}
+
+double pytorch_ratio(const PytorchCosts& c, double fallback_ms) {
+  const double base = c.builtin_cpu_ms > 0 ? c.builtin_cpu_ms : fallback_ms;
+  return base > 0 && c.worker_cpu_ms > 0 ? c.worker_cpu_ms / base : 1.0;
+}
+
+double trial_cpu_scale(double ratio) { return std::max(1.0, ratio); }
+
+CpuFromTrials pytorch_cpu_from_trials(const CpuFromTrials& trials, double ratio, double trial_scale) {
+  CpuFromTrials out = trials;
+  if (out.used && trial_scale > 0) out.cpu_ms *= ratio / trial_scale;
   return out;
 }
 
