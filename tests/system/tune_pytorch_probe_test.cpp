@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -102,13 +103,23 @@ TEST(TunePytorchProbe, PricesTheBuiltinTargetAsAPyTorchPipeline) {
   EXPECT_LT(worker, 100) << r.out;
   EXPECT_GT(loop, 0.0) << r.out;
   EXPECT_NE(r.out.find("the built-in loader with a stock PyTorch pipeline's CPU"), std::string::npos) << r.out;
+  // The built-in transform timed in turns with the real probe (its group
+  // paused and resumed), and the ratio of the two.
+  const double builtin = ms_before(r.out, "per sample -> the pipeline costs x");
+  EXPECT_GT(builtin, 0.01) << r.out;
+  EXPECT_LT(builtin, 100) << r.out;
+  const auto at = r.out.find("the pipeline costs x");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double ratio = std::stod(r.out.substr(at + std::string("the pipeline costs x").size()));
+  EXPECT_NEAR(ratio, worker / builtin, 0.01 + 0.05 * ratio) << r.out;  // both printed to 0.01 ms
   const auto doc = nlohmann::json::parse(read_file(out));
   EXPECT_EQ(schema_errors("config", doc), "");
   // What the trials ran, so check re-runs it: the loop's CPU spun before each
-  // 2 ms sleep, and whatever the worker cost beyond the built-in decode.
+  // 2 ms sleep, and each sample's CPU at the pipeline's ratio (at least 1).
   EXPECT_NEAR(doc["workload"]["step_cpu_ms"].get<double>(), loop, 0.006);
   EXPECT_EQ(doc["workload"]["step_ms"], "2");
-  EXPECT_GE(doc["workload"]["cpu_us"].get<double>(), 0.0);
+  EXPECT_EQ(doc["workload"]["cpu_us"].get<double>(), 0.0) << "the ratio, not a fixed extra";
+  EXPECT_NEAR(doc["workload"]["cpu_scale"].get<double>(), std::max(1.0, ratio), 0.01 + 0.01 * ratio);
   EXPECT_NE(doc["workload"]["step"].get<std::string>().find("--pytorch-probe"), std::string::npos);
   EXPECT_EQ(probe_dirs_left(tmp.path()), 0) << "the copied samples are removed";
 }
