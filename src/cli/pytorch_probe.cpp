@@ -2,7 +2,6 @@
 
 #include <signal.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,7 @@
 
 #include "child_process.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/thread_cpu.hpp"
 
 namespace gpufeed::cli {
 namespace {
@@ -85,12 +85,6 @@ std::vector<Blob> copy_samples(loader::SampleSource& source, const std::vector<l
   return blobs;
 }
 
-double thread_cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
 // Takes turns with the probe: once it has run a turn, pauses its process
 // group, runs the built-in transform on as many threads for a turn (each
 // thread's own CPU time per sample), and lets the probe go on. The probe's
@@ -120,12 +114,14 @@ class BuiltinTurns {
   }
 
   // CPU per sample over every turn; 0 when none ran.
-  double cpu_ms_per_sample() const { return samples_ ? cpu_s_ * 1e3 / static_cast<double>(samples_) : 0.0; }
+  double cpu_ms_per_sample() const {
+    return samples_ ? static_cast<double>(cpu_ns_) / 1e6 / static_cast<double>(samples_) : 0.0;
+  }
 
  private:
   void run_turn() {
     const auto until = Clock::now() + std::chrono::duration<double>(turn_s_);
-    std::vector<double> cpu(static_cast<std::size_t>(threads_), 0.0);
+    std::vector<std::uint64_t> cpu_ns(static_cast<std::size_t>(threads_), 0);
     std::vector<std::uint64_t> count(static_cast<std::size_t>(threads_), 0);
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads_));
     std::vector<std::thread> pool;
@@ -135,14 +131,14 @@ class BuiltinTurns {
         try {
           std::vector<std::byte> out(transform_.output_bytes());
           std::size_t next = (next_ + i * blobs_.size() / static_cast<std::size_t>(threads_)) % blobs_.size();
-          const double t0 = thread_cpu_s();
+          const std::uint64_t t0 = thread_cpu_ns();
           while (Clock::now() < until) {
             const Blob& b = blobs_[next];
             transform_.apply(b.key, b.bytes, out);
             next = (next + 1) % blobs_.size();
             ++count[i];
           }
-          cpu[i] = thread_cpu_s() - t0;
+          cpu_ns[i] = thread_cpu_ns() - t0;
         } catch (...) {
           errors[i] = std::current_exception();
         }
@@ -152,8 +148,8 @@ class BuiltinTurns {
     for (const auto& e : errors) {
       if (e) std::rethrow_exception(e);
     }
-    for (std::size_t i = 0; i < cpu.size(); ++i) {
-      cpu_s_ += cpu[i];
+    for (std::size_t i = 0; i < cpu_ns.size(); ++i) {
+      cpu_ns_ += cpu_ns[i];
       samples_ += count[i];
     }
     next_ = (next_ + 7) % blobs_.size();
@@ -166,7 +162,7 @@ class BuiltinTurns {
   bool timing_ = false;
   Clock::time_point resumed_{};
   std::size_t next_ = 0;
-  double cpu_s_ = 0;
+  std::uint64_t cpu_ns_ = 0;
   std::uint64_t samples_ = 0;
 };
 

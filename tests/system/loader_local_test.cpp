@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/local_source.hpp"
@@ -148,12 +149,19 @@ TEST(LoaderOnFiles, TheHostBackendDeliversEveryFileInOrder) {
   EXPECT_EQ(device->pinned_bytes(), 0u) << "buffers returned after the run";
 }
 
+// `files` files of 50 KiB in dir/source, behind the latencyfs fixture at
+// dir/mnt with every lookup `lookup_ms` late.
+std::unique_ptr<testing::LatencyFsMount> slow_files(TempDir& dir, int files, double lookup_ms) {
+  for (int i = 0; i < files; ++i) dir.write(fmt::format("source/f{:03d}.bin", i), std::string(50 * 1024, 'x'));
+  return std::make_unique<testing::LatencyFsMount>(dir / "source", dir / "mnt",
+                                                   testing::LatencyFsOptions{.lookup_ms = lookup_ms});
+}
+
 TEST(StorageTableOnFuse, StatLatencyIsTheInjectedLookupDelay) {
   if (auto why = testing::LatencyFsMount::unavailable_reason()) GTEST_SKIP() << *why;
   TempDir dir;
-  for (int i = 0; i < 200; ++i) dir.write(fmt::format("source/f{:03d}.bin", i), std::string(50 * 1024, 'x'));
-  testing::LatencyFsMount mount(dir / "source", dir / "mnt", {.lookup_ms = 20});
-  auto src = open_local_source({mount.path()});
+  const auto mount = slow_files(dir, 200, 20);
+  auto src = open_local_source({mount->path()});
   EXPECT_EQ(src->storage_type(), "fuse.latencyfs");
   const auto samples = src->list();
   StorageProbeOptions options;
@@ -174,9 +182,8 @@ TEST(StorageTableOnFuse, StatLatencyIsTheInjectedLookupDelay) {
 TEST(StorageTableOnFuse, AShortLevelRunsOnToItsMinimumOnASlowMount) {
   if (auto why = testing::LatencyFsMount::unavailable_reason()) GTEST_SKIP() << *why;
   TempDir dir;
-  for (int i = 0; i < 12; ++i) dir.write(fmt::format("source/f{:03d}.bin", i), std::string(50 * 1024, 'x'));
-  testing::LatencyFsMount mount(dir / "source", dir / "mnt", {.lookup_ms = 60});
-  auto src = open_local_source({mount.path()});
+  const auto mount = slow_files(dir, 12, 60);
+  auto src = open_local_source({mount->path()});
   const auto samples = src->list();
   StorageProbeOptions options;
   options.concurrency = {1};

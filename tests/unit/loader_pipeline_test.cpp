@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <ctime>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -12,6 +11,7 @@
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/batch_order.hpp"
 #include "gpufeed/loader/pipeline.hpp"
+#include "gpufeed/thread_cpu.hpp"
 #include "support/fake_loader.hpp"
 
 namespace gpufeed::loader {
@@ -271,11 +271,7 @@ TEST(Transforms, ExtraCpuKeepsTheInnerTransformsShapeAndBytes) {
 
 namespace {
 
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
+double thread_cpu_ms() { return static_cast<double>(gpufeed::thread_cpu_ns()) / 1e6; }
 
 // Spends `ms` of this thread's CPU time per sample, however fast the core.
 class CpuTimeTransform final : public gpufeed::loader::SampleTransform {
@@ -314,6 +310,20 @@ TEST(Transforms, CpuScaleMultipliesEachSamplesCpuTime) {
     EXPECT_LT(spent, 2 * 2.5 + 1.0) << "the spin stops once it has spent its share";
   }
   EXPECT_EQ(out[0], std::byte{9});
+}
+
+// The workers' CPU time in their transforms, which tune's trials read as
+// the CPU per sample (no wait for a core); none for an in-place copy.
+TEST(Pipeline, WorkersTimeTheirTransformsCpu) {
+  Harness h(64);
+  h.transform = std::make_unique<CpuTimeTransform>(0.5);
+  const auto f = h.run(config(2, 2, 4), batches(6));
+  ASSERT_GT(f.transform.count, 0u);
+  const double per_sample_ms = static_cast<double>(f.transform_cpu_ns) / 1e6 / static_cast<double>(f.transform.count);
+  EXPECT_GE(per_sample_ms, 0.5 - 0.01);
+  EXPECT_LT(per_sample_ms, 0.5 + 0.3);
+  Harness copy(64);
+  EXPECT_EQ(copy.run(config(2, 2, 4), batches(6)).transform_cpu_ns, 0u);
 }
 
 TEST(Pipeline, WorkersReadOneSampleAtATimeUnlessIoDepthAllowsMore) {

@@ -111,7 +111,7 @@ struct LoaderFigures {
   std::vector<std::string> bad_sample_keys;  // the first few
   LatencyHistogram fetch;      // per-sample read latency
   LatencyHistogram transform;  // per-sample decode / CPU work
-  std::uint64_t transform_cpu_ns = 0;  // the workers' CPU time in `transform`'s samples (no wait for a core)
+  std::uint64_t transform_cpu_ns = 0;  // the workers' CPU time in `transform`'s samples (no wait for a core); 0 for an in-place copy
   std::uint64_t bytes_read = 0;
   std::vector<QueuePoint> queue;  // sampled at every step, thinned to <= 200 points
   double mean_ready = 0;

@@ -7,13 +7,13 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
-#include <ctime>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader/sample_source.hpp"
+#include "gpufeed/thread_cpu.hpp"
 
 namespace gpufeed::loader {
 namespace {
@@ -141,18 +141,16 @@ class ExtraCpuTransform final : public SampleTransform {
   std::uint64_t iterations_;
 };
 
-// The thread's own CPU time: what the inner transform cost this sample,
-// whatever else shared its core meanwhile.
-double thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+// Spins until this thread has spent `ns` more of CPU time.
+void spin_cpu_ns(std::uint64_t ns) {
+  const std::uint64_t until = thread_cpu_ns() + ns;
+  while (thread_cpu_ns() < until) g_sink = g_sink + spin(2000);
 }
 
-// Spins until this thread has spent `ns` more of CPU time.
-void spin_cpu_ns(double ns) {
-  const double until = thread_cpu_ns() + ns;
-  while (thread_cpu_ns() < until) g_sink = g_sink + spin(2000);
+// The inner transform's CPU for this sample (its thread's CPU time,
+// whatever else shared the core meanwhile), times `factor - 1`.
+std::uint64_t extra_ns(double factor, std::uint64_t since) {
+  return static_cast<std::uint64_t>((factor - 1) * static_cast<double>(thread_cpu_ns() - since));
 }
 
 class CpuScaleTransform final : public SampleTransform {
@@ -162,15 +160,15 @@ class CpuScaleTransform final : public SampleTransform {
   std::size_t output_bytes() const override { return inner_->output_bytes(); }
   std::vector<std::int64_t> sample_shape() const override { return inner_->sample_shape(); }
   void apply(const std::string& key, std::span<const std::byte> in, std::span<std::byte> out) override {
-    const double t0 = thread_cpu_ns();
+    const std::uint64_t t0 = thread_cpu_ns();
     inner_->apply(key, in, out);
-    spin_cpu_ns((factor_ - 1) * (thread_cpu_ns() - t0));
+    spin_cpu_ns(extra_ns(factor_, t0));
   }
   bool in_place() const override { return inner_->in_place(); }
   void finish_in_place(const std::string& key, std::span<std::byte> slot, std::size_t filled) override {
-    const double t0 = thread_cpu_ns();
+    const std::uint64_t t0 = thread_cpu_ns();
     inner_->finish_in_place(key, slot, filled);
-    spin_cpu_ns((factor_ - 1) * (thread_cpu_ns() - t0));
+    spin_cpu_ns(extra_ns(factor_, t0));
   }
 
  private:

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <deque>
 #include <exception>
 #include <map>
@@ -19,6 +18,7 @@
 
 #include "gpufeed/loader/batch_order.hpp"
 #include "gpufeed/stats.hpp"
+#include "gpufeed/thread_cpu.hpp"
 #include "gpufeed/units.hpp"
 
 namespace gpufeed::loader {
@@ -77,13 +77,6 @@ struct ThreadFigures {
   std::uint64_t bytes_read = 0;
 };
 
-// This thread's CPU time: a transform's cost without the time its worker
-// waited for a core.
-std::uint64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 class Pipeline {
  public:
@@ -364,13 +357,13 @@ class Pipeline {
         got = bytes.size();
       }
       const auto t1 = Clock::now();
-      const std::uint64_t cpu0 = thread_cpu_ns();
-      if (in_place_) {
+      if (in_place_) {  // a copy into the slot: not worth two system calls a sample
         run_.transform.finish_in_place(info.key, out, got);
       } else {
+        const std::uint64_t cpu0 = thread_cpu_ns();
         run_.transform.apply(info.key, bytes, out);
+        f.transform_cpu_ns += thread_cpu_ns() - cpu0;
       }
-      f.transform_cpu_ns += thread_cpu_ns() - cpu0;
       const auto t2 = Clock::now();
       f.fetch.add(static_cast<std::uint64_t>(std::chrono::nanoseconds(t1 - t0).count()));
       f.transform.add(static_cast<std::uint64_t>(std::chrono::nanoseconds(t2 - t1).count()));
