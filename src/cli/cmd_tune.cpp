@@ -19,8 +19,9 @@ Command add_tune_command(CLI::App& app) {
       ->type_name("DIAGNOSIS.json");
   cmd->add_flag("--pytorch-probe", r->pytorch_probe,
                "--decode jpeg: measure what a stock PyTorch pipeline (PIL decode and resize in a DataLoader "
-               "worker, the batch handed to the loop) costs per sample and per batch here, so the model and the "
-               "trials describe a PyTorch job rather than gpufeed's own loader; needs python3-torch")
+               "worker, the batch handed to the loop) costs per sample, as a ratio to gpufeed's own decode timed "
+               "in turns with it, and per batch, so the trials pay it and the model describes a PyTorch job "
+               "rather than gpufeed's own loader (about 5 s; needs python3-torch)")
       ->group("Per sample");
   cmd->add_option("--python", r->python, "The Python that --pytorch-probe runs (default /usr/bin/python3, else "
                                          "python3 from PATH)")
