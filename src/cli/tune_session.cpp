@@ -633,11 +633,15 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     if (f.loop_ms > 0) f.workload.loop_cpu_ms = tune::Distribution::constant(f.loop_ms);
     return f;
   };
-  // The CPU time of every all-busy trial (most of the search), else the
-  // line through the trials within the cores.
-  auto trials_cpu = [&](const std::vector<tune::Trial>& trials) {
-    const auto f = tune::cpu_time_from_trials(trials, node);
-    return f.used ? f : tune::cpu_from_trials(trials, node);
+  // The built-in target's CPU per sample from its trials, which time every
+  // sample they build: the line through the trials within the cores; with
+  // --pytorch-probe the CPU time of every all-busy trial (most of the
+  // search) when there is one, at the pipeline's ratio.
+  auto builtin_cpu = [&](const std::vector<tune::Trial>& trials) {
+    if (!pytorch) return tune::cpu_from_trials(trials, node);
+    const auto busy = tune::cpu_time_from_trials(trials, node);
+    return tune::pytorch_cpu_from_trials(busy.used ? busy : tune::cpu_from_trials(trials, node), pytorch_ratio,
+                                         trial_scale);
   };
   if (!r.exec.empty()) {
     so.refit = [&](const std::vector<tune::Trial>& trials) {
@@ -645,20 +649,11 @@ int run_tune(const TuneRequest& request, Context& ctx) {
       std::vector<std::string> ignored;  // the same candidates fit the budget as before
       return f ? predict_all(f->workload, node, space, budget.mem_per_rank, ignored) : std::vector<Prediction>{};
     };
-  } else if (pytorch) {
-    // The trials paid the pipeline's ratio on every sample they built: the
-    // model with their CPU breaks the ties the trials' noise leaves.
-    so.refit = [&](const std::vector<tune::Trial>& trials) {
-      const auto f = tune::pytorch_cpu_from_trials(trials_cpu(trials), pytorch_ratio, trial_scale);
-      std::vector<std::string> ignored;
-      return f.used ? predict_all(tune::with_cpu_from_trials(m.workload, f), node, space, budget.mem_per_rank, ignored)
-                    : std::vector<Prediction>{};
-    };
   } else {
-    // The built-in trials time every sample they build: the model with that
-    // CPU breaks the ties the trials' noise leaves (choose()), as for a job.
+    // The model with the trials' CPU breaks the ties their noise leaves
+    // (choose()), as for a job.
     so.refit = [&](const std::vector<tune::Trial>& trials) {
-      const auto f = tune::cpu_from_trials(trials, node);
+      const auto f = builtin_cpu(trials);
       std::vector<std::string> ignored;
       return f.used ? predict_all(tune::with_cpu_from_trials(m.workload, f), node, space, budget.mem_per_rank, ignored)
                     : std::vector<Prediction>{};
@@ -716,28 +711,18 @@ int run_tune(const TuneRequest& request, Context& ctx) {
       m.cpu_mean_ms = m.workload.cpu_ms.mean();
       predictions = result.refitted;
     }
-  } else if (pytorch) {
-    const auto from_trials = trials_cpu(result.trials);
-    if (const auto f = tune::pytorch_cpu_from_trials(from_trials, pytorch_ratio, trial_scale); f.used) {
-      rep.line(fmt::format("CPU per sample in the trials: {} (the built-in decode x{:.2f}); the PyTorch pipeline's: "
-                           "{:.3f} ms{}; the model's figures below use it (the probe read {:.2f} ms in its seconds)",
-                           from_trials.describe(), trial_scale, f.cpu_ms,
-                           f.all_busy ? "" : " with 1 core busy", pytorch->worker_cpu_ms));
-      m.workload = tune::with_cpu_from_trials(m.workload, f);
-      m.cpu_mean_ms = m.workload.cpu_ms.mean();
-      std::vector<std::string> ignored;  // the same candidates fit the budget as before
-      predictions = predict_all(m.workload, node, space, budget.mem_per_rank, ignored);
-    }
-  } else {
-    const auto from_trials = tune::cpu_from_trials(result.trials, node);
-    if (from_trials.used) {
-      rep.line(fmt::format("CPU per sample in the trials: {} (phase 2 measured {:.3f} ms); the model's figures below use it",
-                           from_trials.describe(), m.cpu_mean_ms));
-      m.workload = tune::with_cpu_from_trials(m.workload, from_trials);
-      m.cpu_mean_ms = m.workload.cpu_ms.mean();
-      std::vector<std::string> ignored;  // the same candidates fit the budget as before
-      predictions = predict_all(m.workload, node, space, budget.mem_per_rank, ignored);
-    }
+  } else if (const auto from_trials = builtin_cpu(result.trials); from_trials.used) {
+    rep.line(pytorch ? fmt::format("CPU per sample in the trials, at the PyTorch pipeline's x{:.2f} (they ran the "
+                                   "built-in decode x{:.2f}): {}; the model's figures below use it (the probe read "
+                                   "{:.2f} ms in its seconds)",
+                                   pytorch_ratio, trial_scale, from_trials.describe(), pytorch->worker_cpu_ms)
+                     : fmt::format("CPU per sample in the trials: {} (phase 2 measured {:.3f} ms); the model's figures "
+                                   "below use it",
+                                   from_trials.describe(), m.cpu_mean_ms));
+    m.workload = tune::with_cpu_from_trials(m.workload, from_trials);
+    m.cpu_mean_ms = m.workload.cpu_ms.mean();
+    std::vector<std::string> ignored;  // the same candidates fit the budget as before
+    predictions = predict_all(m.workload, node, space, budget.mem_per_rank, ignored);
   }
   Prediction model_of_chosen{};
   for (const auto& p : predictions) {
