@@ -7,7 +7,11 @@ gpufeed_test_suite(gpufeed_tune_unit_tests unit
   unit/tune_model_test.cpp
   unit/tune_pytorch_probe_test.cpp
   unit/tune_search_test.cpp)
-gpufeed_test_suite(gpufeed_tune_system_tests system
+# Serial: these tunes run real trials and choose by measured throughput, so
+# another test on the same two cores moves their choice (ctest -j2 put 6
+# workers above 4 in TuneCli.FromDiagnosisTakesTheLoopStep, which alone
+# chooses 2-4).
+gpufeed_test_suite(gpufeed_tune_system_tests system SERIAL
   system/tune_cli_test.cpp
   system/tune_pytorch_probe_test.cpp)
 # The pure-Python helper that applies a config to a DataLoader (standard library only).
