@@ -52,6 +52,7 @@ const volatile __u64 wait_span_ns = 500000;   /* report loop waits longer than t
 #define NR_futex_waitv 449
 
 #define AT_EMPTY_PATH 0x1000
+#define O_CREAT 0100
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define S_IFIFO 0010000
@@ -152,6 +153,17 @@ static __always_inline unsigned long path_arg(struct pt_regs *regs, __u32 nr) {
   return regs->si; /* the *at() calls: (dirfd, path, ...) */
 }
 
+/* An open that may create its file: PyTorch's workers open one per batch
+ * in /dev/shm for the batch's tensors, and jobs write outputs; neither is
+ * a dataset file read. open_how.flags is the first field of openat2's. */
+static __always_inline bool opens_to_create(struct pt_regs *regs, __u32 nr) {
+  __u64 flags = 0;
+  if (nr == NR_open) flags = regs->si;
+  else if (nr == NR_openat) flags = regs->dx;
+  else if (nr == NR_openat2) bpf_probe_read_user(&flags, sizeof(flags), (void *)regs->dx);
+  return flags & O_CREAT;
+}
+
 static __always_inline bool is_fd_call(__u32 nr) {
   switch (nr) {
     case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
@@ -213,7 +225,7 @@ static __always_inline void fill_start(struct gf_start *s, struct gf_proc *proc,
   s->path_ptr = 0;
   s->file_ptr = 0;
   if (is_path_call(s->syscall)) {
-    s->kind = GF_KIND_PATH;
+    s->kind = opens_to_create(regs, s->syscall) ? GF_KIND_CREATE : GF_KIND_PATH;
     s->path_ptr = path_arg(regs, s->syscall);
     if (s->syscall != NR_open && s->syscall != NR_stat && s->syscall != NR_lstat && s->syscall != NR_access)
       s->fd = (int)regs->di; /* dirfd */

@@ -32,7 +32,8 @@ enum gf_kind {
   GF_KIND_OTHER_FD = 4,
   GF_KIND_PATH = 5,
   GF_KIND_FD_STAT = 6,
-  GF_KINDS = 7,
+  GF_KIND_CREATE = 7, /* an open that may create its file (O_CREAT) */
+  GF_KINDS = 8,
 };
 
 /* A process being traced: the training process of a rank, or a worker. */

@@ -265,7 +265,8 @@ class DiagnoseSlowJob : public Diagnose {
     const auto job = tune::read_diagnosis(doc, 8);
     ASSERT_TRUE(job.job) << job.error;
     std::cout << "[ measured ] loop step " << job.job->step_ms << " ms for a 20 ms sleep per batch (gaps "
-              << step["median_ms"] << " ms, " << step["ready_fraction"] << " of steps found ready, "
+              << step["median_ms"] << " ms, " << step["cycles"] << " gaps holding " << step["steps"] << " steps, "
+              << step["ready_fraction"] << " of steps found ready, "
               << job.job->batches_per_wait << " step(s) per gap by files opened: ratio " << job.job->supply_ratio
               << ")\n";
     EXPECT_GE(job.job->step_ms, 19.0) << step.dump();
@@ -305,6 +306,16 @@ TEST_F(DiagnoseSlowJob, SlowFuseMetadataIsNamedWithItsLatencyAndMoreWorkersAdvis
   EXPECT_GT(workers->at("figures")["recommended_num_workers"].get<int>(), 2);
   EXPECT_NE(finding(doc, "loop.starved"), nullptr);
   EXPECT_NE(doc["summary"]["top_cause"], nullptr);
+  // Each batch's tensors go to a /dev/shm segment the worker creates: those
+  // opens are the workers' "create" row, not files opened (one per sample).
+  std::uint64_t creates = 0;
+  for (const auto& s : doc["evidence"]["syscalls"]) {
+    if (s["role"] == "worker" && s["kind"] == "create") creates += s["count"].get<std::uint64_t>();
+  }
+  const auto files = doc["evidence"]["workers"]["files_opened"].get<std::uint64_t>();
+  // Give or take the batches in flight when the window closed (two workers,
+  // prefetch 2: four).
+  EXPECT_NEAR(static_cast<double>(files), creates * 8.0, 4 * 8.0) << "one shared-memory segment per batch of 8 files";
   expect_the_jobs_step(doc);
 }
 

@@ -140,6 +140,7 @@ TEST(LoopStep, APartlyFedLoopGivesTheStepFromItsOneStepGaps) {
   EXPECT_NEAR(*st.median_ms, 21, 0.7);
   EXPECT_LE(st.p90_ms, 21.7);
   EXPECT_NEAR(st.ready_fraction, 1.0 / 3, 0.02);  // 60 gaps, 90 steps
+  EXPECT_EQ(st.steps, 90);
 }
 
 TEST(LoopStep, AWaitSplitByTheBatchsReceiveIsNotAStep) {
@@ -155,6 +156,8 @@ TEST(LoopStep, AWaitSplitByTheBatchsReceiveIsNotAStep) {
   ASSERT_TRUE(st.median_ms) << st.unavailable;
   EXPECT_NEAR(*st.median_ms, 21.8, 0.05);
   EXPECT_LT(st.ready_fraction, 0.01);
+  EXPECT_EQ(st.cycles, 63);  // 50 steps and 13 splits: tune --from must not count the splits as steps
+  EXPECT_EQ(st.steps, 50);
 }
 
 TEST(LoopStep, GapsOfOneToThreeStepsAreMultiplesOfTheStep) {
@@ -175,6 +178,22 @@ TEST(LoopStep, ALoopThatWaitsForEveryBatchHasNoReadySteps) {
   const LoopStep st = loop_step(starved_loop(60, 100));
   ASSERT_TRUE(st.median_ms);
   EXPECT_EQ(st.ready_fraction, 0.0);
+}
+
+TEST(LoaderFigures, FilesOpenedLeaveOutOpensThatCreateAFile) {
+  // A PyTorch worker opens one /dev/shm segment (O_CREAT) per batch for its
+  // tensors: 80 dataset files and 10 batches are 80 files opened, not 90.
+  Evidence e;
+  e.ebpf = true;
+  e.window_s = 10;
+  SyscallStat files{257, Role::Worker, CallKind::Path, {}};
+  SyscallStat shm{257, Role::Worker, CallKind::Create, {}};
+  for (int i = 0; i < 80; ++i) files.hist.add(1000);
+  for (int i = 0; i < 10; ++i) shm.hist.add(1000);
+  e.syscalls = {files, shm};
+  EXPECT_EQ(loader_figures(e).worker_opens, 80U);
+  EXPECT_EQ(call_label(257, CallKind::Create), "openat(create)");
+  EXPECT_EQ(call_label(257, CallKind::Path), "openat");
 }
 
 TEST(Syscalls, NamesAndClasses) {

@@ -44,6 +44,23 @@ TEST(FromDiagnosis, BatchesArrivingInPairsHalveTheGap) {
   EXPECT_EQ(read_diagnosis(diagnosis(42.0, 50, 800), 16).job->batches_per_wait, 1);
 }
 
+TEST(FromDiagnosis, WaitsSplitInTwoAreNoSteps) {
+  // 66 gaps, but 16 are one wait split in two by the calls that receive a
+  // batch: the 50 gaps of two steps each held are what the loop ran, so the
+  // 100 batches delivered still say two steps per gap. (Counting the 66 gaps
+  // as steps read 1.5 batches per gap: one step of 42 ms, on a CI run.)
+  Json doc = diagnosis(42.0, 66, 800);
+  doc["evidence"]["loop_step"]["steps"] = 50;
+  const auto r = read_diagnosis(doc, 8);
+  ASSERT_TRUE(r.job) << r.error;
+  EXPECT_EQ(r.job->batches_per_wait, 2);
+  EXPECT_DOUBLE_EQ(r.job->step_ms, 21.0);
+  EXPECT_DOUBLE_EQ(r.job->supply_ratio, 2.0);
+  // A diagnosis written before "steps" takes its gaps as steps.
+  doc["evidence"]["loop_step"].erase("steps");
+  EXPECT_EQ(read_diagnosis(doc, 8).job->batches_per_wait, 1);
+}
+
 TEST(FromDiagnosis, StepsFoundReadyAreCountedAsSteps) {
   // diagnose saw one-step gaps and counted a third of the steps as ready:
   // 67 gaps are 100 steps, as many as the batches delivered.

@@ -19,7 +19,9 @@ namespace gpufeed {
 // loaded; WORKER_THREADS the worker's helper threads (queue feeder).
 enum class Role { Loop = 0, LoopThreads = 1, Worker = 2, WorkerThreads = 3 };
 // What the call's fd or argument was (see bpf/diagnose.h).
-enum class CallKind { None = 0, File = 1, Pipe = 2, Socket = 3, OtherFd = 4, Path = 5, FdStat = 6 };
+// Create: an open with O_CREAT (PyTorch's shared-memory batches, outputs),
+// not a dataset file.
+enum class CallKind { None = 0, File = 1, Pipe = 2, Socket = 3, OtherFd = 4, Path = 5, FdStat = 6, Create = 7 };
 
 std::string role_name(Role r);
 std::string call_kind_name(CallKind k);
@@ -173,7 +175,8 @@ struct LoopStep {
   std::optional<double> median_ms;  // absent when it cannot be told; see `unavailable`
   double spread_ms = 0;             // standard deviation of the 10-90% gaps
   double p10_ms = 0, p90_ms = 0;
-  int cycles = 0;                   // wait-to-wait gaps seen, all ranks
+  int cycles = 0;                   // wait-to-wait gaps seen, all ranks (split waits too)
+  int steps = 0;                    // steps those gaps held: split waits left out, k for a k-step gap
   double ready_fraction = 0;        // share of steps that found their batch ready (no wait)
   int loops = 0;                    // training loops (ranks) whose waits were seen
   double span_s = 0;                // mean per loop: end of its first wait to end of its last

@@ -51,6 +51,7 @@ std::string call_kind_name(CallKind k) {
     case CallKind::OtherFd: return "other";
     case CallKind::Path: return "path";
     case CallKind::FdStat: return "fd";
+    case CallKind::Create: return "create";
   }
   return "";
 }
@@ -73,7 +74,7 @@ LoaderFigures loader_figures(const Evidence& e) {
     if (s.role != Role::Worker) continue;
     if (is_wait_call(s.nr, s.kind)) worker_wait_ns += static_cast<double>(s.hist.total_ns);
     if (is_io_call(s.nr, s.kind)) worker_io_ns += static_cast<double>(s.hist.total_ns);
-    if (sys::is_open(s.nr)) f.worker_opens += s.hist.count;
+    if (sys::is_open(s.nr) && s.kind == CallKind::Path) f.worker_opens += s.hist.count;
     if (s.kind == CallKind::File && sys::is_read(s.nr)) {
       f.worker_read_bytes += s.hist.bytes;
       f.worker_file_reads += s.hist.count;
@@ -262,6 +263,7 @@ LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double mi
     ++waits;
     if (k == 1) single.push_back(g);
   }
+  out.steps = static_cast<int>(steps);
   out.ready_fraction = steps > 0 ? 1.0 - waits / steps : 0.0;
   out.median_ms = quantile_sorted(single, 0.5);
   out.p10_ms = quantile_sorted(single, 0.1);

@@ -88,6 +88,7 @@ Json loop_step_json(const Evidence& e) {
           {"p10_ms", st.median_ms ? Json(st.p10_ms) : Json(nullptr)},
           {"p90_ms", st.median_ms ? Json(st.p90_ms) : Json(nullptr)},
           {"cycles", st.cycles},
+          {"steps", st.median_ms ? Json(st.steps) : Json(nullptr)},
           {"ready_fraction", st.median_ms ? Json(st.ready_fraction) : Json(nullptr)},
           {"loops", st.loops},
           {"span_s", st.span_s},

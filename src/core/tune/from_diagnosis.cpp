@@ -51,8 +51,11 @@ DiagnosisReading read_diagnosis(const Json& doc, int batch_size) {
   const double ready = std::clamp(number(step, "ready_fraction"), 0.0, 0.95);
   const int loops = static_cast<int>(number(step, "loops"));
   const int alive = static_cast<int>(number(workers, "max_per_rank")) * std::max(1, loops);
-  job.batches_per_wait = batches_per_wait(files, number(workers, "wall_s"), alive, batch_size,
-                                          job.cycles / (1.0 - ready), number(step, "span_s"), loops, &job.supply_ratio);
+  // The steps the gaps held; a diagnosis without "steps" (before 2026-12)
+  // gives them from its gaps, which count a wait split in two as two.
+  const double steps_seen = number(step, "steps", job.cycles / (1.0 - ready));
+  job.batches_per_wait = batches_per_wait(files, number(workers, "wall_s"), alive, batch_size, steps_seen,
+                                          number(step, "span_s"), loops, &job.supply_ratio);
   if (job.batches_per_wait > 1) {
     // Each gap held that many steps: the workers' batches came together and
     // the loop found the later ones ready without a wait over 0.5 ms.
