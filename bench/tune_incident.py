@@ -30,8 +30,11 @@ For each:
   (d)    the model's predicted throughput for the chosen config
          (model_samples_per_s) within +-10% of the job's measured one?
          Also printed: the model against the built-in loader at (a)'s
-         config (what the built-in target's model describes) and against
-         tune's own full trial of the chosen config.
+         config (what the built-in target's model describes), against
+         one run of the job at the chosen config right after that tune
+         (the machine's speed as tune saw it: it can move 15-20% in the
+         minutes before the paired rounds) and against tune's own full
+         trial of the chosen config.
 
 Run as root (FUSE) from the repository root after scripts/setup.sh:
   /usr/bin/python3 bench/tune_incident.py [--scenarios fuse,local] [--seconds 8] [--keep DIR]
@@ -237,9 +240,14 @@ def scenario(name, data, decode, a):
                              raw_trial_err=statistics.median(per_trial) if per_trial else float("nan"),
                              calibration=cfg["prediction"].get("calibration"))
         c = chosen[label]
+        # The job at the chosen config at once, before the machine's speed
+        # moves on (it moved 15-20% between tune and the paired rounds in
+        # runs 28-29): the model against the job as the machine is now.
+        c["job_now"] = run_job(data, c["w"], c["p"], a, decode)
         print(f"  {label}: chose {c['w']} workers, prefetch {c['p']}; tune {tune_only:.0f} s"
               f"{f' + diagnose {t_diag:.0f} s' if t_diag else ''}; model {c['model']:.1f}, its own trial "
-              f"{c['trial']:.1f}; calibration {c['calibration']}", flush=True)
+              f"{c['trial']:.1f}, the job right after {c['job_now']:.1f} ({c['model'] / c['job_now'] - 1:+.1%}); "
+              f"calibration {c['calibration']}", flush=True)
 
     configs = list(dict.fromkeys(top + [(c["w"], c["p"]) for c in chosen.values()]))
     builtin = (chosen["(a) built-in"]["w"], chosen["(a) built-in"]["p"])
@@ -258,7 +266,8 @@ def scenario(name, data, decode, a):
         # per-round ratio cancels the drift that both runs shared.
         paired = statistics.median(x / y for x, y in zip(runs[key], runs[best_cfg]))
         r = dict(c, measured=measured, ratio=measured / best, paired_ratio=paired,
-                 model_err=c["model"] / measured - 1, trial_err=c["model"] / c["trial"] - 1)
+                 model_err=c["model"] / measured - 1, trial_err=c["model"] / c["trial"] - 1,
+                 now_err=c["model"] / c["job_now"] - 1)
         if label == "(a) built-in":
             r["builtin"] = statistics.median(builtin_runs[builtin])
             r["builtin_err"] = c["model"] / r["builtin"] - 1
@@ -271,6 +280,7 @@ def scenario(name, data, decode, a):
               f"{'yes' if abs(r['model_err']) <= 0.10 else 'NO'})"
               + (f", {r['builtin_err'] * 100:+.1f}% on the built-in loader's {r['builtin']:.1f}" if "builtin" in r
                  else "")
+              + f", {r['now_err'] * 100:+.1f}% on the job run right after tune"
               + f", {r['trial_err'] * 100:+.1f}% on tune's own trial; the raw model's median error over tune's "
               f"trials {r['raw_trial_err'] * 100:.1f}%", flush=True)
     return dict(best=best, best_cfg=best_cfg, grid_wall=grid_wall, results=results)
@@ -347,7 +357,8 @@ def main():
                 builtin = f", {r['builtin_err'] * 100:+.1f}% on the built-in loader" if "builtin" in r else ""
                 print(f"  {name:5} {label:13} {r['w']}w p{r['p']} | {r['ratio']:.3f} of the reference (paired "
                       f"{r['paired_ratio']:.3f}) | wall {r['wall'] / s['grid_wall']:.3f} of the grid's{alone} "
-                      f"| model {r['model_err'] * 100:+.1f}% on the job{builtin}, {r['trial_err'] * 100:+.1f}% on "
+                      f"| model {r['model_err'] * 100:+.1f}% on the job{builtin}, {r['now_err'] * 100:+.1f}% on the "
+                      f"job right after tune, {r['trial_err'] * 100:+.1f}% on "
                       f"tune's trial | raw model on all trials: median {r['raw_trial_err'] * 100:.1f}%")
             print(f"  {name:5} reference {s['best']:.1f} samples/s at {s['best_cfg']}; grid wall {s['grid_wall']:.0f} s")
     finally:
