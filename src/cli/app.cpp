@@ -34,6 +34,69 @@ int run_help(const CLI::App& app, const std::string& topic, Io& io) {
   throw usage_error(fmt::format("unknown command '{}'", topic), "run 'gpufeed help' to list the commands");
 }
 
+// Edits (insert, delete, replace) from a to b: how close a typo is.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The command's long option closest to `word`, when it is a likely typo.
+std::string closest_option(const CLI::App& command, const std::string& word) {
+  const std::string name = word.substr(0, word.find('='));
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, name.size() / 4) + 1;
+  for (const CLI::Option* opt : command.get_options()) {
+    for (const auto& long_name : opt->get_lnames()) {
+      const std::size_t d = edit_distance(name, "--" + long_name);
+      if (d < best_distance) best_distance = d, best = "--" + long_name;
+    }
+  }
+  return best;
+}
+
+// Words no option or command took. CLI11's own error lists them in reverse
+// and, after a mistyped option and `--`, names the launched command's words
+// (they land with the top level): this names an unknown option first.
+void refuse_extras(const CLI::App& app) {
+  const CLI::App* command = &app;
+  std::vector<std::string> extras = app.remaining(false);
+  for (const CLI::App* sub = &app; sub;) {
+    const CLI::App* next = nullptr;
+    for (const CLI::App* s : sub->get_subcommands()) next = s;  // the parsed one
+    if (next) {
+      command = next;
+      const auto more = next->remaining(false);
+      extras.insert(extras.end(), more.begin(), more.end());
+    }
+    sub = next;
+  }
+  // With extras allowed CLI11 also keeps the `--` that ends the options.
+  extras.erase(std::remove(extras.begin(), extras.end(), "--"), extras.end());
+  if (extras.empty()) return;
+  const auto option = std::find_if(extras.begin(), extras.end(), [](const std::string& w) { return w.rfind('-', 0) == 0; });
+  const std::string& word = option != extras.end() ? *option : extras.front();
+  const std::string help = command == &app ? "gpufeed help" : "gpufeed help " + command->get_name();
+  if (command == &app && word.rfind('-', 0) != 0) {
+    throw usage_error(fmt::format("unknown command '{}'", word), "run 'gpufeed help' to list the commands");
+  }
+  if (word.rfind('-', 0) != 0) {
+    throw usage_error(fmt::format("unexpected argument '{}'", word), fmt::format("see '{}' for the arguments", help));
+  }
+  const std::string near = closest_option(*command, word);
+  throw usage_error(fmt::format("unknown option '{}'{}", word, near.empty() ? "" : fmt::format(" (did you mean {}?)", near)),
+                    fmt::format("see '{}' for the options", help));
+}
+
 }  // namespace
 
 Io process_io() {
@@ -53,6 +116,7 @@ int run(const std::vector<std::string>& args, Io& io) {
                  "gpufeed"};
     app.set_version_flag("--version", version_line(), "Print the version and exit");
     app.require_subcommand(0, 1);
+    app.allow_extras();  // the commands inherit it; refuse_extras names what was not taken
     app.footer(
         "Run 'gpufeed help COMMAND' (or 'gpufeed COMMAND --help') for a command's options and examples.\n"
         "Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 missing privilege, 4 findings/check failed.");
@@ -74,6 +138,7 @@ int run(const std::vector<std::string>& args, Io& io) {
     try {
       std::vector<std::string> reversed(args.rbegin(), args.rend());
       app.parse(reversed);  // CLI11 consumes a reversed vector
+      refuse_extras(app);
     } catch (const CLI::CallForHelp&) {
       io.out << app.help();
       return 0;

@@ -63,6 +63,22 @@ TEST(Cli, UsageErrorsExitTwoWithOneLine) {
   expect_one_line_error(r, "--topology");
 }
 
+TEST(Cli, AMistypedOptionIsNamedWithTheClosestOne) {
+  // Before `--` too: CLI11's own message named the launched command's words.
+  auto r = run_cli({"diagnose", "--duraton", "3", "--", "sleep", "1"});
+  EXPECT_EQ(r.code, 2);
+  expect_one_line_error(r, "unknown option '--duraton' (did you mean --duration?); see 'gpufeed help diagnose'");
+  r = run_cli({"tune", "--data", "/nonexistent", "--max-worker=3"});
+  EXPECT_EQ(r.code, 2);
+  expect_one_line_error(r, "unknown option '--max-worker=3' (did you mean --max-workers?)");
+  r = run_cli({"probe", "--zzzzzzzz"});
+  EXPECT_EQ(r.code, 2);
+  expect_one_line_error(r, "unknown option '--zzzzzzzz'; see 'gpufeed help probe' for the options");
+  r = run_cli({"probe", "stray"});
+  EXPECT_EQ(r.code, 2);
+  expect_one_line_error(r, "unexpected argument 'stray'");
+}
+
 TEST(Cli, MissingOrMalformedTopologyExitsTwo) {
   testing::TempDir dir;
   auto r = run_cli({"probe", "--topology", (dir / "nope.xml").string()});
