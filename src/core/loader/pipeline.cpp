@@ -77,7 +77,6 @@ struct ThreadFigures {
   std::uint64_t bytes_read = 0;
 };
 
-
 class Pipeline {
  public:
   explicit Pipeline(LoaderRun& run)
