@@ -48,35 +48,28 @@ TEST(Cli, HelpCommandEqualsDashDashHelp) {
   EXPECT_NE(a.out.find("--json"), std::string::npos);
 }
 
+// A usage error: exit 2 and one line naming `needle`.
+void expect_usage_error(const std::vector<std::string>& args, const std::string& needle) {
+  auto r = run_cli(args);
+  EXPECT_EQ(r.code, 2) << args.front();
+  expect_one_line_error(r, needle);
+}
+
 TEST(Cli, UsageErrorsExitTwoWithOneLine) {
-  auto r = run_cli({"probe", "--frobnicate"});
-  EXPECT_EQ(r.code, 2);
-  expect_one_line_error(r, "--frobnicate");
-  r = run_cli({"frobnicate"});
-  EXPECT_EQ(r.code, 2);
-  expect_one_line_error(r, "frobnicate");
-  r = run_cli({"help", "frobnicate"});
-  EXPECT_EQ(r.code, 2);
-  expect_one_line_error(r, "unknown command 'frobnicate'");
-  r = run_cli({"probe", "--topology"});
-  EXPECT_EQ(r.code, 2);
-  expect_one_line_error(r, "--topology");
+  expect_usage_error({"probe", "--frobnicate"}, "--frobnicate");
+  expect_usage_error({"frobnicate"}, "frobnicate");
+  expect_usage_error({"help", "frobnicate"}, "unknown command 'frobnicate'");
+  expect_usage_error({"probe", "--topology"}, "--topology");
 }
 
 TEST(Cli, AMistypedOptionIsNamedWithTheClosestOne) {
   // Before `--` too: CLI11's own message named the launched command's words.
-  auto r = run_cli({"diagnose", "--duraton", "3", "--", "sleep", "1"});
-  EXPECT_EQ(r.code, 2);
-  expect_one_line_error(r, "unknown option '--duraton' (did you mean --duration?); see 'gpufeed help diagnose'");
-  r = run_cli({"tune", "--data", "/nonexistent", "--max-worker=3"});
-  EXPECT_EQ(r.code, 2);
-  expect_one_line_error(r, "unknown option '--max-worker=3' (did you mean --max-workers?)");
-  r = run_cli({"probe", "--zzzzzzzz"});
-  EXPECT_EQ(r.code, 2);
-  expect_one_line_error(r, "unknown option '--zzzzzzzz'; see 'gpufeed help probe' for the options");
-  r = run_cli({"probe", "stray"});
-  EXPECT_EQ(r.code, 2);
-  expect_one_line_error(r, "unexpected argument 'stray'");
+  expect_usage_error({"diagnose", "--duraton", "3", "--", "sleep", "1"},
+                     "unknown option '--duraton' (did you mean --duration?); see 'gpufeed help diagnose'");
+  expect_usage_error({"tune", "--data", "/nonexistent", "--max-worker=3"},
+                     "unknown option '--max-worker=3' (did you mean --max-workers?)");
+  expect_usage_error({"probe", "--zzzzzzzz"}, "unknown option '--zzzzzzzz'; see 'gpufeed help probe' for the options");
+  expect_usage_error({"probe", "stray"}, "unexpected argument 'stray'");
 }
 
 TEST(Cli, MissingOrMalformedTopologyExitsTwo) {
