@@ -301,6 +301,7 @@ int run_simulate(const TuneRequest& r, Context& ctx, Reporter& rep) {
   const auto [lo, hi] = seed_interval(w, node, chosen.candidate);
   config.prediction = {chosen.samples_per_s, lo, hi, chosen.node_samples_per_s, chosen.starvation, chosen.samples_per_s};
   config.prediction.model_raw_samples_per_s = chosen.samples_per_s;
+  config.prediction.interval_because = "the model's spread over seeds (simulation only)";
   config.search = "simulate";
   config.reason = fmt::format("the cheapest config the model predicts within {:g}% of the best predicted throughput "
                               "(simulation only: no trials; a deeper prefetch is kept while its page-locked memory is "
@@ -746,7 +747,8 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.machine = budget.machine;
   config.pinned_bytes_per_rank = static_cast<std::uint64_t>(chosen.workers * chosen.prefetch_factor * m.workload.batch_bytes);
   // The prediction is the chosen config's full trial on this machine; the
-  // interval covers the model's spread over seeds and its error on the trials.
+  // interval covers the model's spread over seeds, its error on the trials
+  // and the trials' own noise.
   std::vector<double> errors;
   for (const auto& t : result.trials) {
     if (!t.ok || t.samples_per_s <= 0) continue;
@@ -758,7 +760,9 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   const double model_error = errors.empty() ? 0.1 : errors[errors.size() / 2];
   const auto [seed_lo, seed_hi] = seed_interval(m.workload, node, chosen);
   const double measured = choice.chosen.samples_per_s;
-  const double half = std::max({model_error, (seed_hi - seed_lo) / std::max(1.0, 2 * model_of_chosen.samples_per_s), 0.02});
+  const auto width = tune::interval_width(model_error, (seed_hi - seed_lo) / std::max(1.0, 2 * model_of_chosen.samples_per_s),
+                                         tune::repeat_spread(result.trials));
+  const double half = width.half;
   // For --exec, the model calibrated to the other configs' trials
   // (leave-one-out, so the chosen config's own trial does not grade itself).
   tune::SimOptions cal_options;
@@ -774,6 +778,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.prediction = {measured, measured * std::max(0.0, 1 - half), measured * (1 + half), measured * budget.ranks,
                        choice.chosen.starvation, model_scaled};
   config.prediction.model_raw_samples_per_s = model_of_chosen.samples_per_s;
+  config.prediction.interval_because = width.because;
   config.prediction.sample_factor = cal.sample_factor;
   config.prediction.step_factor = cal.step_factor;
   config.prediction.calibration_trials = cal.trials_used;
@@ -812,8 +817,9 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.workload.sample_bytes = transform->output_bytes();
   config.workload.ranks = budget.ranks;
 
-  rep.line(fmt::format("predicted {:.0f} samples/s per rank (interval {:.0f}-{:.0f}); the model says {:.0f} ({})",
+  rep.line(fmt::format("predicted {:.0f} samples/s per rank (interval {:.0f}-{:.0f}: {}); the model says {:.0f} ({})",
                        config.prediction.samples_per_s, config.prediction.low, config.prediction.high,
+                       config.prediction.interval_because,
                        config.prediction.model_samples_per_s,
                        model_source(r, config.prediction, cal)));
   for (const auto& e : config.environment) rep.line(fmt::format("set {}={}: {}", e.name, e.value, e.because));

@@ -99,6 +99,13 @@ TEST(TuneCli, BuiltinTargetPicksEnoughWorkersAndRecordsItsTrials) {
   EXPECT_GT(doc["prediction"]["samples_per_s"].get<double>(), 0);
   EXPECT_LT(doc["search"]["wall_s"].get<double>(), doc["search"]["grid_equivalent_s"].get<double>());
   EXPECT_EQ(doc["workload"]["crop"], "whole");
+  // The interval brackets the prediction, and the report and the config say what set its width.
+  const auto& p = doc["prediction"];
+  EXPECT_LE(p["interval"][0].get<double>(), p["samples_per_s"].get<double>());
+  EXPECT_GE(p["interval"][1].get<double>(), p["samples_per_s"].get<double>());
+  const auto because = p["interval_because"].get<std::string>();
+  EXPECT_FALSE(because.empty());
+  EXPECT_NE(r.out.find(because), std::string::npos) << r.out;
 }
 
 // The built-in trials time each sample's transform; where that is real CPU

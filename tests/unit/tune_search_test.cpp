@@ -343,6 +343,19 @@ Trial trial_at(int workers, int round, double samples_per_s) {
   return t;
 }
 
+TEST(Search, TheIntervalIsItsWidestTermAndNamesIt) {
+  EXPECT_DOUBLE_EQ(interval_width(0.01, 0.005, 0).half, 0.02);
+  EXPECT_EQ(interval_width(0.01, 0.005, 0).because, "the floor of 2%");
+  const auto model = interval_width(0.06, 0.03, 0.04);
+  EXPECT_DOUBLE_EQ(model.half, 0.06);
+  EXPECT_EQ(model.because, "the model's median error on the trials, 6.0%");
+  EXPECT_EQ(interval_width(0.06, 0.08, 0.04).because, "the model's spread over seeds, 8.0%");
+  // On a noisy machine one config's two trials can differ by more than the model errs.
+  const auto noisy = interval_width(0.06, 0.03, 0.186);
+  EXPECT_DOUBLE_EQ(noisy.half, 0.186);
+  EXPECT_EQ(noisy.because, "one config's two trials here differed by 18.6%");
+}
+
 TEST(Search, RepeatSpreadIsTheWidestGapBetweenAConfigsShortAndFullTrials) {
   EXPECT_EQ(repeat_spread({trial_at(2, 2, 460), trial_at(3, 1, 480)}), 0.0) << "no config ran twice";
   EXPECT_NEAR(repeat_spread({trial_at(2, 1, 500), trial_at(2, 2, 460), trial_at(3, 1, 480), trial_at(3, 2, 490)}),

@@ -47,6 +47,7 @@ struct PredictionBand {
   // How the calibration fitted the model (calibration.hpp); 0 trials: raw.
   double sample_factor = 1, step_factor = 1;
   int calibration_trials = 0;
+  std::string interval_because = "";  // what set the interval's width (search.hpp: interval_width)
 };
 
 struct MachineFingerprint {

@@ -126,6 +126,17 @@ std::vector<Candidate> shortlist(const std::vector<Prediction>& predictions, con
 // this machine can be off by.
 double repeat_spread(const std::vector<Trial>& trials);
 
+// The chosen config's interval, as a share either side of its full trial:
+// the widest of the model's median error on the trials, the model's spread
+// over seeds, and repeat_spread() (what one trial here can be off by: on a
+// noisy machine the widest term), at least 2%. `because` names the term
+// that set it, for the report and the config.
+struct IntervalWidth {
+  double half = 0.02;
+  std::string because;
+};
+IntervalWidth interval_width(double model_error, double seed_spread, double trial_noise);
+
 // Of the successful trials (full rounds preferred), the preferred one within
 // `tolerance` of the best. Given a `model` refitted to these trials, a
 // preferred config also wins when it came within the tolerance plus

@@ -79,6 +79,7 @@ Json to_json(const TunedConfig& c) {
         {"starvation", c.prediction.starvation},
         {"model_samples_per_s", c.prediction.model_samples_per_s},
         {"model_raw_samples_per_s", c.prediction.model_raw_samples_per_s},
+        {"interval_because", c.prediction.interval_because},
         {"calibration",
          {{"sample_factor", c.prediction.sample_factor},
           {"step_factor", c.prediction.step_factor},
@@ -174,6 +175,7 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.prediction.starvation = get_or<double>(p, "starvation", 0);
   c.prediction.model_samples_per_s = get_or<double>(p, "model_samples_per_s", 0);
   c.prediction.model_raw_samples_per_s = get_or<double>(p, "model_raw_samples_per_s", 0);
+  c.prediction.interval_because = get_or<std::string>(p, "interval_because", "");
   const Json cal = p.value("calibration", Json::object());
   c.prediction.sample_factor = get_or<double>(cal, "sample_factor", 1);
   c.prediction.step_factor = get_or<double>(cal, "step_factor", 1);

@@ -197,6 +197,16 @@ double repeat_spread(const std::vector<Trial>& trials) {
   return spread;
 }
 
+IntervalWidth interval_width(double model_error, double seed_spread, double trial_noise) {
+  IntervalWidth w{0.02, "the floor of 2%"};
+  if (model_error > w.half) w = {model_error, fmt::format("the model's median error on the trials, {:.1f}%", model_error * 100)};
+  if (seed_spread > w.half) w = {seed_spread, fmt::format("the model's spread over seeds, {:.1f}%", seed_spread * 100)};
+  if (trial_noise > w.half) {
+    w = {trial_noise, fmt::format("one config's two trials here differed by {:.1f}%", trial_noise * 100)};
+  }
+  return w;
+}
+
 std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance, const PrefetchCost& cost,
                              const std::vector<Prediction>* model, double noise_cap) {
   // The latest (longest) round of each candidate speaks for it.
