@@ -34,12 +34,17 @@ For each:
          one run of the job at the chosen config right after that tune
          (the machine's speed as tune saw it: it can move 15-20% in the
          minutes before the paired rounds) and against tune's own full
-         trial of the chosen config.
+         trial of the chosen config; and whether the job's median lies
+         inside the interval tune recorded (prediction.interval, around
+         its trial, as wide as the model's error, its spread over seeds or
+         the trials' own noise, whichever is widest).
 
 Run as root (FUSE) from the repository root after scripts/setup.sh:
   /usr/bin/python3 bench/tune_incident.py [--scenarios fuse,local] [--seconds 8] [--keep DIR]
 Two configs told apart by paired rounds alone (no grid, no tune):
   /usr/bin/python3 bench/tune_incident.py --scenarios local --compare 2:4,2:8 --rounds 10
+How far the machine's own speed moves (one config, no tune): the floor of (d)
+  /usr/bin/python3 bench/tune_incident.py --scenarios local --drift 900
 """
 import argparse
 import json
@@ -202,9 +207,100 @@ def compare(name, data, decode, a):
               flush=True)
 
 
+def tree_cpu_s(pid):
+    """User + system CPU seconds of a process and its children (the job's
+    loop and its DataLoader workers), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    try:
+        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
+    except OSError:
+        kids = []
+    for p in [pid] + [int(k) for k in kids]:
+        try:
+            fields = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+        except (OSError, IndexError, ValueError):
+            pass  # ended meanwhile
+    return total
+
+
+def drift(name, data, decode, a):
+    """--drift: the job at one config for a.drift seconds, its rate every
+    5 s. How much windows of the machine's time differ at one config is the
+    floor of (d): tune prices its prediction in about a minute of trials,
+    and the bench measures the job in paired rounds minutes later. Prints
+    the spread of window means, and how often a model that were exact over
+    tune's minute would still land outside +-10% of the paired rounds'
+    median (a.rounds 10 s runs, one every paired-round period after it)."""
+    w, p = (int(x) for x in a.drift_config.split(":"))
+    every = 5.0
+    print(f"\n=== {name}: {data}: the job at {w}w p{p} for {a.drift:.0f} s, its rate every {every:.0f} s", flush=True)
+    warm_python()
+    cmd = job_cmd(data, w, p, a, decode, a.drift) + ["--report-every", str(every)]
+    # Each window's rate, and the CPU the job's processes spent in it: a
+    # slow window whose CPU per sample rose is slower cores (the host's
+    # contention), not a stall of the job.
+    job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    rates, cpu_per_sample, last_cpu, last_t = [], [], None, None
+    for line in job.stdout:
+        m = re.match(r"samples/s: ([0-9.]+)", line)
+        if not m:
+            continue
+        now, cpu = time.monotonic(), tree_cpu_s(job.pid)
+        rate = float(m.group(1))
+        rates.append(rate)
+        if last_cpu is not None and rate > 0:
+            cpu_per_sample.append((cpu - last_cpu) / (rate * (now - last_t)))
+        last_cpu, last_t = cpu, now
+    job.wait(timeout=60)
+    if len(rates) < 24:
+        sys.exit(f"--drift: the job printed {len(rates)} rates in {a.drift:.0f} s; give at least 120 s")
+    mean = statistics.mean(rates)
+    print(f"  {len(rates)} windows of {every:.0f} s: mean {mean:.1f} samples/s; every 30 s: "
+          + " ".join(f"{statistics.mean(rates[i:i + 6]):.0f}" for i in range(0, len(rates) - 5, 6)), flush=True)
+    if len(cpu_per_sample) >= 10:
+        paired = sorted(zip(rates[1:], cpu_per_sample))
+        tenth = max(1, len(paired) // 10)
+        slow, fast = paired[:tenth], paired[-tenth:]
+        busy = [r * c for r, c in paired]
+        print(f"  the job's CPU per sample: {statistics.median(c for _, c in slow) * 1e3:.2f} ms in its slowest "
+              f"tenth of windows ({statistics.median(r for r, _ in slow):.0f} samples/s), "
+              f"{statistics.median(c for _, c in fast) * 1e3:.2f} ms in its fastest ({statistics.median(r for r, _ in fast):.0f}); "
+              f"cores busy (rate x CPU per sample) {min(busy):.2f}-{max(busy):.2f}, median {statistics.median(busy):.2f}",
+              flush=True)
+    for n in (2, 6, 12, 24):
+        means = [statistics.mean(rates[i:i + n]) / mean for i in range(0, len(rates) - n + 1, n)]
+        if len(means) >= 2:
+            print(f"  {n * every:4.0f} s windows ({len(means):2}): {min(means):.3f}-{max(means):.3f} of the mean, "
+                  f"sd {statistics.pstdev(means):.3f}", flush=True)
+    # An exact model priced over tune's minute (12 windows), then the paired
+    # rounds' median: a.rounds runs of 10 s (2 windows), one per period,
+    # starting 90 s after tune's minute ended (the job right after tune,
+    # paired rounds of 6 or 7 configs: ~75 s per round).
+    tune_n, run_n, gap_n, period_n = 12, 2, 18, 15
+    misses, errs = 0, []
+    for i in range(0, len(rates) - (tune_n + gap_n + period_n * (a.rounds - 1) + run_n) + 1):
+        priced = statistics.mean(rates[i:i + tune_n])
+        first = i + tune_n + gap_n
+        runs = [statistics.mean(rates[first + k * period_n:first + k * period_n + run_n]) for k in range(a.rounds)]
+        err = priced / statistics.median(runs) - 1
+        errs.append(abs(err))
+        misses += abs(err) > 0.10
+    if errs:
+        print(f"  an exact model priced over one minute against the median of {a.rounds} paired runs: "
+              f"|error| median {statistics.median(errs) * 100:.1f}%, largest {max(errs) * 100:.1f}%, "
+              f"outside 10% in {misses} of {len(errs)} placements ({misses / len(errs):.0%})", flush=True)
+    else:
+        print(f"  too short for a minute of tune and {a.rounds} paired rounds after it: give "
+              f"{(tune_n + gap_n + period_n * (a.rounds - 1) + run_n) * every + 60:.0f} s or more", flush=True)
+
+
 def scenario(name, data, decode, a):
     if a.compare:
         return compare(name, data, decode, a)
+    if a.drift:
+        return drift(name, data, decode, a)
     print(f"\n=== {name}: {data} (job --decode {decode}, batch {a.batch_size}, step {a.step_ms} ms)", flush=True)
     space_w = [w for w in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32) if w <= a.max_workers]
     space_p = [1, 2, 4, 8]
@@ -238,7 +334,9 @@ def scenario(name, data, decode, a):
                              wall=tune_only + t_diag, model=cfg["prediction"]["model_samples_per_s"],
                              trial=cfg["prediction"]["samples_per_s"],
                              raw_trial_err=statistics.median(per_trial) if per_trial else float("nan"),
-                             calibration=cfg["prediction"].get("calibration"))
+                             calibration=cfg["prediction"].get("calibration"),
+                             interval=cfg["prediction"]["interval"],
+                             interval_because=cfg["prediction"].get("interval_because", ""))
         c = chosen[label]
         # The job at the chosen config at once, before the machine's speed
         # moves on (it moved 15-20% between tune and the paired rounds in
@@ -267,7 +365,8 @@ def scenario(name, data, decode, a):
         paired = statistics.median(x / y for x, y in zip(runs[key], runs[best_cfg]))
         r = dict(c, measured=measured, ratio=measured / best, paired_ratio=paired,
                  model_err=c["model"] / measured - 1, trial_err=c["model"] / c["trial"] - 1,
-                 now_err=c["model"] / c["job_now"] - 1)
+                 now_err=c["model"] / c["job_now"] - 1,
+                 in_interval=c["interval"][0] <= measured <= c["interval"][1])
         if label == "(a) built-in":
             r["builtin"] = statistics.median(builtin_runs[builtin])
             r["builtin_err"] = c["model"] / r["builtin"] - 1
@@ -282,7 +381,8 @@ def scenario(name, data, decode, a):
                  else "")
               + f", {r['now_err'] * 100:+.1f}% on the job run right after tune"
               + f", {r['trial_err'] * 100:+.1f}% on tune's own trial; the raw model's median error over tune's "
-              f"trials {r['raw_trial_err'] * 100:.1f}%", flush=True)
+              f"trials {r['raw_trial_err'] * 100:.1f}%; the job {'inside' if r['in_interval'] else 'OUTSIDE'} "
+              f"tune's interval {c['interval'][0]:.1f}-{c['interval'][1]:.1f} ({c['interval_because']})", flush=True)
     return dict(best=best, best_cfg=best_cfg, grid_wall=grid_wall, results=results)
 
 
@@ -298,6 +398,9 @@ def main():
                     help="paired rounds: each grid top config and each chosen config run once per round")
     ap.add_argument("--compare", metavar="W:P,W:P",
                     help="only paired rounds of these configs (the first is the base of the ratios)")
+    ap.add_argument("--drift", type=float, metavar="SECONDS",
+                    help="only run the job at --drift-config this long: how much the machine's speed moves")
+    ap.add_argument("--drift-config", default="2:2", metavar="W:P", help="the config --drift runs")
     ap.add_argument("--keep", metavar="DIR", help="write each tune's report and config here")
     ap.add_argument("--top", type=int, default=3, help="grid configs re-run for the reference")
     ap.add_argument("--max-workers", type=int, default=8)
@@ -321,6 +424,10 @@ def main():
         ap.error(f"--scenarios {a.scenarios}: unknown {', '.join(unknown)}; the scenarios are fuse and local")
     if a.compare and not re.fullmatch(r"[0-9]+:[0-9]+(,[0-9]+:[0-9]+)+", a.compare):
         ap.error(f"--compare {a.compare}: give two or more configs as WORKERS:PREFETCH, e.g. 2:4,2:8")
+    if a.drift is not None and (a.compare or a.drift < 120):
+        ap.error(f"--drift {a.drift:g}: give 120 seconds or more, and not with --compare")
+    if not re.fullmatch(r"[0-9]+:[0-9]+", a.drift_config):
+        ap.error(f"--drift-config {a.drift_config}: give one config as WORKERS:PREFETCH, e.g. 2:2")
     if a.keep:
         os.makedirs(a.keep, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="gpufeed-tune-bench-")
@@ -350,7 +457,7 @@ def main():
                 out[name] = scenario("local (CPU decode is the limit)", src, "pil", local)
         print("\nSummary")
         for name, s in out.items():
-            if s is None:  # --compare printed its own figures
+            if s is None:  # --compare and --drift printed their own figures
                 continue
             for label, r in s["results"].items():
                 alone = f" (tune alone {r['tune_only'] / s['grid_wall']:.3f})" if r["diag"] else ""
@@ -359,7 +466,9 @@ def main():
                       f"{r['paired_ratio']:.3f}) | wall {r['wall'] / s['grid_wall']:.3f} of the grid's{alone} "
                       f"| model {r['model_err'] * 100:+.1f}% on the job{builtin}, {r['now_err'] * 100:+.1f}% on the "
                       f"job right after tune, {r['trial_err'] * 100:+.1f}% on "
-                      f"tune's trial | raw model on all trials: median {r['raw_trial_err'] * 100:.1f}%")
+                      f"tune's trial | raw model on all trials: median {r['raw_trial_err'] * 100:.1f}% | the job "
+                      f"{'inside' if r['in_interval'] else 'outside'} tune's interval "
+                      f"{r['interval'][0]:.0f}-{r['interval'][1]:.0f}")
             print(f"  {name:5} reference {s['best']:.1f} samples/s at {s['best_cfg']}; grid wall {s['grid_wall']:.0f} s")
     finally:
         if mount:
