@@ -210,16 +210,20 @@ def compare(name, data, decode, a):
 def tree_cpu_s(pid):
     """User + system CPU seconds of a process and its children (the job's
     loop and its DataLoader workers), from /proc."""
+    def read(path):
+        with open(path) as f:
+            return f.read()
+
     ticks = os.sysconf("SC_CLK_TCK")
     total = 0.0
     try:
-        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
+        kids = read(f"/proc/{pid}/task/{pid}/children").split()
     except OSError:
         kids = []
     for p in [pid] + [int(k) for k in kids]:
         try:
-            fields = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / ticks
+            fields = read(f"/proc/{p}/stat").rsplit(")", 1)[1].split()  # past the command's name
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
         except (OSError, IndexError, ValueError):
             pass  # ended meanwhile
     return total
@@ -243,19 +247,24 @@ def drift(name, data, decode, a):
     # contention), not a stall of the job.
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     rates, cpu_per_sample, last_cpu, last_t = [], [], None, None
-    for line in job.stdout:
-        m = re.match(r"samples/s: ([0-9.]+)", line)
-        if not m:
-            continue
-        now, cpu = time.monotonic(), tree_cpu_s(job.pid)
-        rate = float(m.group(1))
-        rates.append(rate)
-        if last_cpu is not None and rate > 0:
-            cpu_per_sample.append((cpu - last_cpu) / (rate * (now - last_t)))
-        last_cpu, last_t = cpu, now
-    job.wait(timeout=60)
+    try:
+        for line in job.stdout:
+            m = re.match(r"samples/s: ([0-9.]+)", line)
+            if not m:
+                continue
+            now, cpu = time.monotonic(), tree_cpu_s(job.pid)
+            rate = float(m.group(1))
+            rates.append(rate)
+            if last_cpu is not None and rate > 0:
+                cpu_per_sample.append((cpu - last_cpu) / (rate * (now - last_t)))
+            last_cpu, last_t = cpu, now
+    finally:  # Ctrl-C or an error: the job (its workers follow it) does not outlive the bench
+        if job.poll() is None:
+            job.terminate()
+        job.wait(timeout=60)
     if len(rates) < 24:
-        sys.exit(f"--drift: the job printed {len(rates)} rates in {a.drift:.0f} s; give at least 120 s")
+        sys.exit(f"--drift {a.drift:g}: the job printed {len(rates)} rates of {every:g} s (after its start-up); "
+                 f"the figures need 24: give a longer --drift")
     mean = statistics.mean(rates)
     print(f"  {len(rates)} windows of {every:.0f} s: mean {mean:.1f} samples/s; every 30 s: "
           + " ".join(f"{statistics.mean(rates[i:i + 6]):.0f}" for i in range(0, len(rates) - 5, 6)), flush=True)
@@ -424,8 +433,9 @@ def main():
         ap.error(f"--scenarios {a.scenarios}: unknown {', '.join(unknown)}; the scenarios are fuse and local")
     if a.compare and not re.fullmatch(r"[0-9]+:[0-9]+(,[0-9]+:[0-9]+)+", a.compare):
         ap.error(f"--compare {a.compare}: give two or more configs as WORKERS:PREFETCH, e.g. 2:4,2:8")
-    if a.drift is not None and (a.compare or a.drift < 120):
-        ap.error(f"--drift {a.drift:g}: give 120 seconds or more, and not with --compare")
+    if a.drift is not None and (a.compare or a.drift < 150):
+        ap.error(f"--drift {a.drift:g}: give 150 seconds or more (24 windows of 5 s past the job's start-up), "
+                 "and not with --compare")
     if not re.fullmatch(r"[0-9]+:[0-9]+", a.drift_config):
         ap.error(f"--drift-config {a.drift_config}: give one config as WORKERS:PREFETCH, e.g. 2:2")
     if a.keep:
@@ -479,4 +489,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # the jobs were stopped and the mount and files removed on the way out
+        print("tune_incident: interrupted", file=sys.stderr)
+        sys.exit(130)
