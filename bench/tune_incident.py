@@ -51,6 +51,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -488,7 +489,15 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    # A bench started in the background inherits SIGINT ignored, and a kill
+    # sends SIGTERM: both must stop the jobs and unmount the fixture too.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         main()
     except KeyboardInterrupt:  # the jobs were stopped and the mount and files removed on the way out
