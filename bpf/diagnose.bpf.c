@@ -19,6 +19,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* Settings, written by user space between open and load. */
 const volatile __u64 slow_call_ns = 1000000;  /* report path/file calls slower than this */
 const volatile __u64 wait_span_ns = 500000;   /* report loop waits longer than this */
+const volatile __u32 follow_forks = 1;        /* trace the new processes of traced ones */
 
 /* x86_64 syscall numbers we treat specially. */
 #define NR_read 0
@@ -417,7 +418,7 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(gf_fork, struct task_struct *parent, struct task_struct *child) {
   __u32 parent_tgid = parent->tgid;
   __u32 child_pid = child->pid, child_tgid = child->tgid;
-  if (child_pid != child_tgid) return 0; /* a new thread: covered by its tgid */
+  if (child_pid != child_tgid || !follow_forks) return 0; /* a thread is covered by its tgid */
   struct gf_proc *p = bpf_map_lookup_elem(&procs, &parent_tgid);
   if (!p) return 0;
   struct gf_proc worker = {.is_worker = 1, .rank = p->rank};

@@ -6,7 +6,8 @@ gpufeed_test_suite(gpufeed_tune_unit_tests unit
   unit/tune_job_cpu_test.cpp
   unit/tune_model_test.cpp
   unit/tune_pytorch_probe_test.cpp
-  unit/tune_search_test.cpp)
+  unit/tune_search_test.cpp
+  unit/tune_wait_metric_test.cpp)
 # Serial: these tunes run real trials and choose by measured throughput, so
 # another test on the same two cores moves their choice (ctest -j2 put 6
 # workers above 4 in TuneCli.FromDiagnosisTakesTheLoopStep, which alone

@@ -12,6 +12,7 @@
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
+#include "gpufeed/trace/job_wait_trace.hpp"
 #include "gpufeed/tune/config.hpp"
 #include "gpufeed/units.hpp"
 #include "tune_trials.hpp"
@@ -90,9 +91,15 @@ int run_check(CheckOptions& o, Context& ctx) {
       std::vector<loader::SampleInfo> samples;
       std::unique_ptr<loader::SampleTransform> transform;
       if (c.workload.target == "exec") {
+        const bool data_wait = c.workload.metric == "data-wait";
+        if (const auto why = data_wait ? JobWaitTrace::unavailable_reason() : std::nullopt) {
+          throw Error(ErrorKind::Privilege, "the config's job is measured by tracing it (metric data-wait), and eBPF is "
+                      "not available: " + *why, "run check as root");
+        }
         runner = std::make_unique<ExecTrialRunner>(
             ExecTrialSetup{c.workload.exec, c.workload.metric_regex.empty() ? "samples/s: ([0-9.]+)" : c.workload.metric_regex,
-                           c.batch_size, &stop.flag(), std::max(1, c.workload.ranks)});
+                           c.batch_size, &stop.flag(), std::max(1, c.workload.ranks), 0, data_wait,
+                           loader::parse_step_time(c.workload.step_ms).mean_ms});
       } else {
         source = open_data(data, ctx.io);
         samples = list_data(*source, ctx.io, o.output.quiet);

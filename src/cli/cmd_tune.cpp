@@ -37,6 +37,11 @@ Command add_tune_command(CLI::App& app) {
       ->type_name("CMD")->group("Your job");
   cmd->add_option("--metric-regex", r->metric_regex, "Where --exec prints its throughput (group 1)")
       ->default_val("samples/s: ([0-9.]+)")->group("Your job");
+  cmd->add_option("--metric", r->metric,
+                  "output (default): the last match of --metric-regex in the job's output; data-wait: for a job that "
+                  "prints none, trace its training loop (eBPF, as root) and count the batches its waits for data "
+                  "end, as diagnose does")
+      ->default_val("output")->group("Your job");
   cmd->add_option("--trial-seconds", r->trial_s, "Length of a full trial (and the time bound of an --exec trial)")
       ->default_val(10);
   cmd->add_option("--first-round-seconds", r->first_round_s, "Length of the short round that weeds out losers")

@@ -20,6 +20,7 @@
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
+#include "gpufeed/trace/job_wait_trace.hpp"
 #include "gpufeed/tune/calibration.hpp"
 #include "gpufeed/tune/cpu_from_trials.hpp"
 #include "gpufeed/tune/from_diagnosis.hpp"
@@ -383,6 +384,27 @@ double extra_cpu_ms(double job_cpu_ms, double transform_ms) {
   return job_cpu_ms > transform_ms ? job_cpu_ms - transform_ms : 0.0;
 }
 
+// --metric: how an --exec job's throughput is read. data-wait's tracer
+// needs root: said before phase 2 rather than at the first trial.
+void check_metric_options(const TuneRequest& r) {
+  if (r.metric != "output" && r.metric != "data-wait") {
+    throw usage_error(fmt::format("--metric {} is not known", r.metric), "use output or data-wait");
+  }
+  if (r.metric == "output") return;
+  if (r.exec.empty()) {
+    throw usage_error("--metric data-wait reads your job's training loop: it needs --exec",
+                      "add --exec 'python train.py --workers {num_workers} --prefetch {prefetch_factor}'");
+  }
+  if (r.metric_regex != TuneRequest{}.metric_regex) {
+    throw usage_error("--metric data-wait and --metric-regex both give the job's throughput", "keep one of them");
+  }
+  if (r.simulate) return;  // no trial runs: nothing to trace
+  if (const auto why = JobWaitTrace::unavailable_reason()) {
+    throw Error(ErrorKind::Privilege, "--metric data-wait traces the job with eBPF, which is not available: " + *why,
+                "run tune as root, or have the job print its throughput and drop --metric");
+  }
+}
+
 void check_probe_options(const TuneRequest& r) {
   if (!r.python.empty() && !r.pytorch_probe) throw usage_error("--python is only for --pytorch-probe", "add --pytorch-probe or drop --python");
   if (!r.pytorch_probe) return;
@@ -418,6 +440,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     if (!(seconds > 0)) throw usage_error(fmt::format("{} {:g}: must be positive", name, seconds), "give seconds, e.g. 1.5");
   }
   check_probe_options(r);
+  check_metric_options(r);
   if (r.out != "-") check_output_path(r.out);
   Reporter rep(ctx, r.quiet || r.out == "-");  // stdout carries the config then
   if (r.simulate) return run_simulate(r, ctx, rep);
@@ -591,7 +614,8 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   std::unique_ptr<tune::TrialRunner> runner;
   if (!r.exec.empty()) {
     runner = std::make_unique<ExecTrialRunner>(
-        ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, &stop.flag(), budget.ranks, r.trial_s});
+        ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, &stop.flag(), budget.ranks, r.trial_s,
+                       r.metric == "data-wait", m.step_mean_ms});
   } else {
     BuiltinTrialSetup setup;
     setup.source = source.get();
@@ -795,7 +819,10 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   config.workload.target = r.exec.empty() ? "loader" : "exec";
   config.workload.data = r.data.data;
   config.workload.exec = r.exec;
-  if (!r.exec.empty()) config.workload.metric_regex = r.metric_regex;
+  if (!r.exec.empty()) {
+    config.workload.metric = r.metric;
+    if (r.metric == "output") config.workload.metric_regex = r.metric_regex;
+  }
   config.workload.step = model_step            ? model_step->describe()
                          : !r.step_source.empty() ? "step " + r.step_source
                                                   : fmt::format("simulated step {} ms", r.device.step_ms);

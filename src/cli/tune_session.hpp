@@ -35,6 +35,7 @@ struct TuneRequest {
   std::string python;         // the probe's Python; empty: default_python()
   std::string exec;           // target: the user's job
   std::string metric_regex = "samples/s: ([0-9.]+)";
+  std::string metric = "output";  // or "data-wait": the job's loop traced (eBPF)
   std::string out = "gpufeed-config.json";
   std::string emit;           // "python"
   bool simulate = false;

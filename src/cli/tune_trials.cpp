@@ -14,8 +14,11 @@
 
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/stats.hpp"
+#include "gpufeed/trace/job_wait_trace.hpp"
 #include "gpufeed/trace/proc_reader.hpp"
 #include "gpufeed/tune/job_cpu.hpp"
+#include "gpufeed/tune/wait_metric.hpp"
 
 namespace gpufeed::cli {
 
@@ -198,6 +201,20 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   }
   setpgid(pid, pid);
   close(fds[1]);
+  // --metric data-wait: the tracer loads while the job starts up.
+  std::unique_ptr<JobWaitTrace> trace;
+  if (setup_.data_wait) {
+    try {
+      trace = std::make_unique<JobWaitTrace>(pid, setup_.ranks);
+    } catch (...) {
+      close(fds[0]);
+      int ignored = 0;
+      bool ended = false;
+      stop_group(pid, ignored, ended);
+      throw;
+    }
+  }
+  std::optional<Evidence> traced;  // the trace's window, taken before the job is stopped
   std::string output;
   bool exited = false;
   bool asked_to_stop = false;
@@ -217,7 +234,21 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     cpu_last = snapshot_job(pid);
     cpu_last_at = Clock::now();
   };
+  // The data-wait metric's "first figure": the trace attached to the loop.
+  auto on_first_figure = [&] {
+    metric_seen = true;
+    snapshot();
+    cpu_first = cpu_last;
+    cpu_first_at = cpu_last_at;
+    if (ran_on) {
+      deadline = std::min(start + std::chrono::duration<double>(longest),
+                          cpu_first_at + std::chrono::duration<double>(seconds / 2));
+      trial.note = fmt::format("no figure within the trial's {:g} s: ran on to its first, {:.1f} s in", seconds,
+                               std::chrono::duration<double>(cpu_first_at - start).count());
+    }
+  };
   for (;;) {
+    if (trace && !asked_to_stop && trace->tick() && !metric_seen) on_first_figure();
     if (metric_seen && !asked_to_stop && Clock::now() - cpu_last_at >= std::chrono::seconds(1)) snapshot();
     const bool stopping = setup_.stop && setup_.stop->load();
     if (!asked_to_stop && !stopping && !metric_seen && !ran_on && longest > seconds && Clock::now() >= deadline) {
@@ -227,8 +258,20 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
       ran_on = true;
       deadline = start + std::chrono::duration<double>(longest);
     }
+    if (trace && !asked_to_stop && !stopping && metric_seen && !ran_on && longest > seconds &&
+        Clock::now() >= deadline && trace->window_seconds() < seconds / 2) {
+      // Traced for less than half the trial once settled (the job's
+      // start-up took the rest): too few steps to count. Run on to that.
+      ran_on = true;
+      deadline = std::min(start + std::chrono::duration<double>(longest),
+                          Clock::now() + std::chrono::duration<double>(seconds / 2 - trace->window_seconds()));
+      trial.note = fmt::format("the job started its workers {:.1f} s into the trial's {:g} s: traced on for {:g} s "
+                               "after they settled",
+                               std::chrono::duration<double>(cpu_first_at - start).count(), seconds, seconds / 2);
+    }
     if (!asked_to_stop && (stopping || Clock::now() >= deadline)) {
       if (metric_seen) snapshot();
+      if (trace) traced = trace->finish();  // detach before the job is signalled
       // Time is up: SIGTERM the job's group and keep reading a little, so a
       // job that reports its steady-state figure on SIGTERM is heard.
       siginfo_t info{};  // peek, without reaping: is the job itself still running?
@@ -242,7 +285,8 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     pollfd p{fds[0], POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(std::clamp<long>(left, 1, 200))) > 0) {
+    // A trace's events are taken between reads: wake often enough for them.
+    if (poll(&p, 1, static_cast<int>(std::clamp<long>(left, 1, trace ? 50 : 200))) > 0) {
       char buf[4096];
       const ssize_t n = read(fds[0], buf, sizeof buf);
       if (n > 0) {
@@ -250,18 +294,9 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
         const auto line_start = output.rfind('\n');
         const std::size_t scan_from = line_start == std::string::npos ? 0 : line_start + 1;
         output.append(buf, static_cast<std::size_t>(n));
-        if (!metric_seen && !asked_to_stop &&
+        if (!trace && !metric_seen && !asked_to_stop &&
             has_figure(output.cbegin() + static_cast<std::ptrdiff_t>(scan_from), output.cend(), metric_)) {
-          metric_seen = true;
-          snapshot();
-          cpu_first = cpu_last;
-          cpu_first_at = cpu_last_at;
-          if (ran_on) {
-            deadline = std::min(start + std::chrono::duration<double>(longest),
-                                cpu_first_at + std::chrono::duration<double>(seconds / 2));
-            trial.note = fmt::format("no figure within the trial's {:g} s: ran on to its first, {:.1f} s in", seconds,
-                                     std::chrono::duration<double>(cpu_first_at - start).count());
-          }
+          on_first_figure();
         }
         if (output.size() > (1 << 20)) output.erase(0, output.size() - (1 << 19));  // keep the tail
         continue;
@@ -272,9 +307,22 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     }
   }
   close(fds[0]);
+  // A job that ended by itself before its time was up: the trace's window ends here.
+  if (trace && !traced) traced = trace->finish();
+  trace.reset();
   // Reap the job; SIGKILL what is left of its group (children, stragglers).
   stop_group(pid, status, exited);
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (setup_.data_wait) {
+    const double window = std::chrono::duration<double>(cpu_last_at - cpu_first_at).count();
+    const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+    read_wait_metric(trial, *traced, out_of_time, job_failed, output);
+    if (trial.ok && metric_seen && !cpu_first.empty() && window >= 1.0) {
+      tune::record_job_cpu(trial, tune::job_cpu_between(cpu_first, cpu_last), trial.samples_per_s, window,
+                           setup_.batch_size, setup_.ranks);
+    }
+    return trial;
+  }
   // The last value the job printed is its latest steady-state figure.
   std::optional<double> value;
   bool moved = false;  // a figure above 0 at some point
@@ -318,6 +366,53 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
                          setup_.batch_size, setup_.ranks);
   }
   return trial;
+}
+
+void ExecTrialRunner::read_wait_metric(tune::Trial& trial, const Evidence& traced, bool out_of_time, bool job_failed,
+                                       const std::string& output) {
+  const auto last_line_start = output.find_last_of('\n', output.size() > 1 ? output.size() - 2 : 0);
+  const std::string last_line = output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1);
+  if (!traced.ebpf) {  // never attached: no loop with workers appeared
+    trial.ok = false;
+    trial.too_short = out_of_time;
+    trial.note = job_failed ? fmt::format("the job failed before starting its DataLoader workers: {}", last_line)
+                            : "the job started no DataLoader workers within the trial (no process of it whose "
+                              "children are all leaves): raise --trial-seconds?";
+    return;
+  }
+  std::optional<double> known_step;
+  if (!steps_ms_.empty()) {
+    std::vector<double> sorted = steps_ms_;
+    std::sort(sorted.begin(), sorted.end());
+    known_step = quantile_sorted(sorted, 0.5);
+  }
+  else if (setup_.step_ms_hint > 0) known_step = setup_.step_ms_hint;
+  const tune::WaitMetric m = tune::wait_metric(traced, setup_.batch_size, known_step, !steps_ms_.empty());
+  trial.starvation = m.starvation;
+  if (!m.samples_per_s) {
+    trial.ok = false;
+    trial.too_short = out_of_time && m.more_time_helps;
+    trial.note = job_failed ? fmt::format("the job failed: {}", last_line) : "data-wait metric: " + m.unavailable;
+    return;
+  }
+  if (traced.events_dropped > 0) {
+    // A lost wait merges two gaps into one of two steps: still counted.
+    trial.note += fmt::format("{}{} trace events lost", trial.note.empty() ? "" : "; ", traced.events_dropped);
+  }
+  trial.note += (trial.note.empty() ? "" : "; ") + m.how;
+  if (m.step_ms) steps_ms_.push_back(*m.step_ms);
+  trial.samples_per_s = *m.samples_per_s;
+  // A job that also prints a figure: both, so the trace can be checked
+  // against it (over the whole run; the trace from a second after the
+  // workers started).
+  std::optional<double> printed;
+  for (std::sregex_iterator it(output.begin(), output.end(), metric_), end; it != end; ++it) {
+    try {
+      printed = std::stod((*it)[1].str());
+    } catch (const std::exception&) {
+    }
+  }
+  if (printed && *printed > 0) trial.note += fmt::format("; the job printed {:g} samples/s", *printed);
 }
 
 }  // namespace gpufeed::cli

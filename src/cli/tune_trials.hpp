@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/diagnose/evidence.hpp"
 #include "gpufeed/loader/device_backend.hpp"
 #include "gpufeed/loader/pipeline.hpp"
 #include "gpufeed/loader/sample_source.hpp"
@@ -51,6 +52,12 @@ struct ExecTrialSetup {
   // to this long, until its first figure and half its own time past it.
   // 0: no running on (check's single measurement).
   double most_seconds = 0;
+  // --metric data-wait: no figure in the output; each trial traces the job's
+  // loop with eBPF and reads its throughput from its waits for data
+  // (tune/wait_metric.hpp). The step to price a fed loop by until a trial
+  // has timed the job's own: --step-ms (0: none).
+  bool data_wait = false;
+  double step_ms_hint = 0;
 };
 
 // Fills the placeholders; a usage error for an unknown one.
@@ -62,8 +69,13 @@ class ExecTrialRunner final : public tune::TrialRunner {
   tune::Trial run(const tune::Candidate& c, double seconds) override;
 
  private:
+  // --metric data-wait: the trial's figure from its trace.
+  void read_wait_metric(tune::Trial& trial, const Evidence& traced, bool out_of_time, bool job_failed,
+                        const std::string& output);
+
   ExecTrialSetup setup_;
   std::regex metric_;
+  std::vector<double> steps_ms_;  // the job's step, from each trial whose loop's waits timed it
 };
 
 }  // namespace gpufeed::cli

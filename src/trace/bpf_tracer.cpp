@@ -104,6 +104,7 @@ BpfTracer::BpfTracer(const TracerSettings& settings) : impl_(std::make_unique<Im
   if (!impl_->skel) throw load_error("open", errno);
   impl_->skel->rodata->slow_call_ns = static_cast<__u64>(settings.slow_call_ms * 1e6);
   impl_->skel->rodata->wait_span_ns = static_cast<__u64>(settings.wait_span_ms * 1e6);
+  impl_->skel->rodata->follow_forks = settings.follow_forks ? 1 : 0;
   // One pair of syscall programs, and only the map it uses.
   const bool ts = impl_->task_storage = use_task_storage();
   bpf_program__set_autoload(impl_->skel->progs.gf_sys_enter_ts, ts);

@@ -373,6 +373,15 @@ TEST(TuneCli, BadRequestsAreUsageErrors) {
   EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--exec", "x {num_workers} {gpus}"}).code, 2);
   EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--exec", "x {num_workers}", "--metric-regex", "("}).code, 2);
   EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--emit", "rust"}).code, 2);
+  // --metric data-wait traces an --exec job; it gives the figure, not a regex.
+  const auto no_exec = run_cli({"tune", "--data", "synthetic:memory", "--metric", "data-wait"});
+  EXPECT_EQ(no_exec.code, 2);
+  EXPECT_NE(no_exec.err.find("it needs --exec"), std::string::npos) << no_exec.err;
+  EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--exec", "x {num_workers}", "--metric", "data-wait",
+                     "--metric-regex", "rate ([0-9]+)"}).code, 2);
+  const auto metric = run_cli({"tune", "--data", "synthetic:memory", "--exec", "x {num_workers}", "--metric", "log"});
+  EXPECT_EQ(metric.code, 2);
+  EXPECT_NE(metric.err.find("use output or data-wait"), std::string::npos) << metric.err;
   const auto crop = run_cli({"tune", "--data", "synthetic:memory", "--crop", "full"});
   EXPECT_EQ(crop.code, 2);
   EXPECT_NE(crop.err.find("--crop"), std::string::npos) << crop.err;

@@ -38,6 +38,21 @@ TEST(JobCpu, EachRanksLoopCountsAndTheLauncherIsNeither) {
   EXPECT_NEAR(cpu.worker_cpu_s, 8.0, 1e-9);
 }
 
+TEST(JobCpu, JobLoopsNamesEachLoopAndItsWorkers) {
+  // torchrun (1) -> ranks 2 and 3 -> workers; before rank 3's workers start,
+  // rank 3 is a leaf and torchrun is no loop (rank 2 is not a leaf).
+  const auto loops = job_loops({{1, 0, 0}, {2, 1, 0}, {3, 1, 0}, {4, 2, 0}, {5, 2, 0}});
+  ASSERT_EQ(loops.size(), 1U);
+  EXPECT_EQ(loops[0].pid, 2);
+  EXPECT_EQ(loops[0].workers, (std::vector<int>{4, 5}));
+  // sh -c (1) -> python (2), still importing: the shell reads as a loop
+  // here; the tracer's attach (job_wait_trace.cpp) also asks that a loop's
+  // workers be forks of it.
+  const auto early = job_loops({{1, 0, 0}, {2, 1, 0}});
+  ASSERT_EQ(early.size(), 1U);
+  EXPECT_EQ(early[0].pid, 1);
+}
+
 TEST(JobCpu, AJobWithoutWorkersHasNoRoles) {
   const auto cpu = job_cpu_between({}, {{1, 0, 5.0}});
   EXPECT_EQ(cpu.loops, 0);

@@ -187,8 +187,12 @@ struct LoopStep {
 // batches ready has gaps spanning several steps: the step is the one whose
 // whole multiples the gaps are (evidence.cpp), else, when the gaps are
 // regular (p10 >= `min_regularity` x median), their median; otherwise no
-// estimate. The figures come from the one-step gaps.
-LoopStep loop_step(const Evidence& e, double merge_ms = 1.0, int min_cycles = 8, double min_regularity = 0.55);
+// estimate. The figures come from the one-step gaps. `known_step_ms`: the
+// gaps are multiples of this step instead (tune's data-wait metric, where
+// a loop fed every other batch by two workers has gaps of two steps only,
+// which the gaps alone cannot tell from one slower step).
+LoopStep loop_step(const Evidence& e, double merge_ms = 1.0, int min_cycles = 8, double min_regularity = 0.55,
+                   std::optional<double> known_step_ms = std::nullopt);
 
 // Latency of a class of path calls (stat-like or open) across all traced
 // processes: exact from slow calls above the threshold, log2 buckets below.

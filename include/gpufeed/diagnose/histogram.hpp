@@ -21,6 +21,8 @@ struct LatencyHistogram {
 
   void add(std::uint64_t ns);  // for tests and fakes
   void merge(const LatencyHistogram& other);
+  // What was added since `earlier`, a snapshot of the same counters.
+  LatencyHistogram since(const LatencyHistogram& earlier) const;
   double mean_ns() const { return count ? static_cast<double>(total_ns) / static_cast<double>(count) : 0.0; }
   // q in [0,1]; nullopt when empty.
   std::optional<double> quantile_ns(double q) const;

@@ -18,6 +18,10 @@ namespace gpufeed {
 struct TracerSettings {
   double slow_call_ms = 1.0;   // report path/file calls slower than this
   double wait_span_ms = 0.5;   // report loop waits longer than this
+  // Trace the processes traced ones start (DataLoader workers). Off for
+  // tune's data-wait metric, which reads the loop alone: each traced call
+  // costs a CPU-bound job's workers time (bench/README.md, trace_overhead).
+  bool follow_forks = true;
 };
 
 enum class TraceEventType { SlowCall = 1, Wait = 2, Fork = 3, Exit = 4 };

@@ -76,6 +76,9 @@ struct WorkloadRecord {
   int image_size = 224;
   std::uint64_t sample_bytes = 0; // per sample in the batch
   int ranks = 1;
+  // How the exec job's throughput was read: "output" (metric_regex) or
+  // "data-wait" (its loop's waits, traced); empty for the other targets.
+  std::string metric;
 };
 
 struct TunedConfig {

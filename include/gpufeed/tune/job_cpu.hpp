@@ -26,12 +26,19 @@ struct JobCpu {
   double worker_cpu_s = 0;  // all workers, between the snapshots
 };
 
-// The roles, from the later snapshot: workers are the leaves (no child
-// among the job's processes), loops are their parents, when such a parent
-// has only leaves for children (a launcher such as `sh -c` or torchrun is
-// neither). A process missing from `before` was born in between: all its
-// CPU counts; one missing from `after` has ended, and what it spent since
-// `before` is lost. Under the `forkserver` start method the fork server is
+// A job's loops (one per rank) and each loop's workers, from one snapshot:
+// workers are the leaves (no child among the job's processes), loops are
+// their parents, when such a parent has only leaves for children (a
+// launcher such as `sh -c` or torchrun is neither).
+struct JobLoop {
+  int pid = 0;
+  std::vector<int> workers;
+};
+std::vector<JobLoop> job_loops(const std::vector<JobProcess>& procs);
+
+// The roles, from the later snapshot (job_loops). A process missing from
+// `before` was born in between: all its CPU counts; one missing from
+// `after` has ended, and what it spent since `before` is lost. Under the `forkserver` start method the fork server is
 // the workers' parent and reads as the loop.
 JobCpu job_cpu_between(const std::vector<JobProcess>& before, const std::vector<JobProcess>& after);
 

@@ -199,7 +199,8 @@ std::optional<double> base_of_multiples(const std::vector<double>& sorted) {
 
 }  // namespace
 
-LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double min_regularity) {
+LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double min_regularity,
+                   std::optional<double> known_step_ms) {
   LoopStep out;
   if (!e.ebpf) {
     out.unavailable = "syscall tracing did not run (the loop's waits are not timed by /proc sampling)";
@@ -245,7 +246,7 @@ LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double mi
   // of one step: the lowest well-populated cluster, when the gaps really are
   // its multiples. Otherwise only regular gaps give a step (their median).
   const bool regular = out.p10_ms >= min_regularity * median;
-  const auto base = base_of_multiples(gaps);
+  const auto base = known_step_ms && *known_step_ms > 0 ? known_step_ms : base_of_multiples(gaps);
   if (!base && !regular) {
     out.unavailable = fmt::format("the gaps between the loop's waits are irregular (p10 {:.1f} ms, median {:.1f} ms) "
                                   "and are not multiples of one step", out.p10_ms, median);
@@ -265,6 +266,7 @@ LoopStep loop_step(const Evidence& e, double merge_ms, int min_cycles, double mi
   }
   out.steps = static_cast<int>(steps);
   out.ready_fraction = steps > 0 ? 1.0 - waits / steps : 0.0;
+  if (single.empty()) single.push_back(step);  // every gap held several steps of the known one
   out.median_ms = quantile_sorted(single, 0.5);
   out.p10_ms = quantile_sorted(single, 0.1);
   out.p90_ms = quantile_sorted(single, 0.9);

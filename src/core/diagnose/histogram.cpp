@@ -21,6 +21,16 @@ void LatencyHistogram::add(std::uint64_t ns) {
   total_ns += ns;
 }
 
+LatencyHistogram LatencyHistogram::since(const LatencyHistogram& earlier) const {
+  auto minus = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; };
+  LatencyHistogram out;
+  out.count = minus(count, earlier.count);
+  out.total_ns = minus(total_ns, earlier.total_ns);
+  out.bytes = minus(bytes, earlier.bytes);
+  for (int i = 0; i < kHistogramSlots; ++i) out.slots[i] = minus(slots[i], earlier.slots[i]);
+  return out;
+}
+
 void LatencyHistogram::merge(const LatencyHistogram& other) {
   count += other.count;
   total_ns += other.total_ns;

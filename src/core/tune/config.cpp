@@ -97,6 +97,7 @@ Json to_json(const TunedConfig& c) {
         {"data", w.data},
         {"exec", w.exec.empty() ? Json(nullptr) : Json(w.exec)},
         {"metric_regex", w.metric_regex.empty() ? Json(nullptr) : Json(w.metric_regex)},
+        {"metric", w.metric.empty() ? Json(nullptr) : Json(w.metric)},
         {"step", w.step},
         {"step_ms", w.step_ms},
         {"step_cpu_ms", w.step_cpu_ms},
@@ -209,6 +210,7 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.workload.data = get_or<std::string>(w, "data", "");
   c.workload.exec = get_or<std::string>(w, "exec", "");
   c.workload.metric_regex = get_or<std::string>(w, "metric_regex", "");
+  c.workload.metric = get_or<std::string>(w, "metric", "");
   c.workload.step = get_or<std::string>(w, "step", "");
   c.workload.step_ms = get_or<std::string>(w, "step_ms", "0");
   c.workload.step_cpu_ms = get_or<double>(w, "step_cpu_ms", 0);

@@ -6,29 +6,36 @@
 
 namespace gpufeed::tune {
 
-JobCpu job_cpu_between(const std::vector<JobProcess>& before, const std::vector<JobProcess>& after) {
-  std::map<int, double> spent_before;
-  for (const auto& p : before) spent_before[p.pid] = p.cpu_s;
-  std::map<int, std::vector<const JobProcess*>> children;
-  std::map<int, const JobProcess*> by_pid;
-  for (const auto& p : after) by_pid[p.pid] = &p;
-  for (const auto& p : after) {
-    if (by_pid.count(p.ppid)) children[p.ppid].push_back(&p);
+std::vector<JobLoop> job_loops(const std::vector<JobProcess>& procs) {
+  std::map<int, std::vector<int>> children;
+  std::map<int, bool> present;
+  for (const auto& p : procs) present[p.pid] = true;
+  for (const auto& p : procs) {
+    if (present.count(p.ppid)) children[p.ppid].push_back(p.pid);
   }
-  auto spent = [&](const JobProcess& p) {
-    const auto it = spent_before.find(p.pid);
-    return std::max(0.0, p.cpu_s - (it == spent_before.end() ? 0.0 : it->second));
+  std::vector<JobLoop> out;
+  for (const auto& [parent, kids] : children) {
+    const bool all_leaves = std::all_of(kids.begin(), kids.end(), [&](int k) { return !children.count(k); });
+    if (all_leaves) out.push_back({parent, kids});
+  }
+  return out;
+}
+
+JobCpu job_cpu_between(const std::vector<JobProcess>& before, const std::vector<JobProcess>& after) {
+  std::map<int, double> spent_before, spent_after;
+  for (const auto& p : before) spent_before[p.pid] = p.cpu_s;
+  for (const auto& p : after) spent_after[p.pid] = p.cpu_s;
+  auto spent = [&](int pid) {
+    const auto it = spent_before.find(pid);
+    return std::max(0.0, spent_after[pid] - (it == spent_before.end() ? 0.0 : it->second));
   };
   JobCpu out;
-  for (const auto& [parent, kids] : children) {
-    const bool all_leaves =
-        std::all_of(kids.begin(), kids.end(), [&](const JobProcess* k) { return !children.count(k->pid); });
-    if (!all_leaves) continue;
+  for (const auto& loop : job_loops(after)) {
     ++out.loops;
-    out.loop_cpu_s += spent(*by_pid[parent]);
-    for (const auto* k : kids) {
+    out.loop_cpu_s += spent(loop.pid);
+    for (int w : loop.workers) {
       ++out.workers;
-      out.worker_cpu_s += spent(*k);
+      out.worker_cpu_s += spent(w);
     }
   }
   return out;

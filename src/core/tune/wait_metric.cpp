@@ -1,0 +1,73 @@
+// A job's throughput from its loop's waits for data (wait_metric.hpp).
+#include "gpufeed/tune/wait_metric.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace gpufeed::tune {
+
+WaitMetric wait_metric(const Evidence& e, int batch_size, std::optional<double> known_step_ms,
+                       bool known_step_is_measured) {
+  WaitMetric out;
+  if (!e.ebpf) {
+    out.unavailable = "the loop's waits were not traced (eBPF did not run)";
+    return out;
+  }
+  const LoaderFigures figures = loader_figures(e);
+  out.starvation = figures.data_wait_fraction.value_or(0);
+  const bool have_known = known_step_ms && *known_step_ms > 0;
+  LoopStep step = loop_step(e);
+  // A step the gaps give that strays over 30% from the job's known one is
+  // most likely a multiple of it: two workers that each deliver every other
+  // batch leave gaps of two steps only. Count the gaps by the known step.
+  bool by_known = false;
+  if (have_known && step.cycles >= 8 && (!step.median_ms || std::abs(*step.median_ms / *known_step_ms - 1) > 0.3)) {
+    const LoopStep counted = loop_step(e, 1.0, 8, 0.55, known_step_ms);
+    if (counted.median_ms) {
+      step = counted;
+      by_known = true;
+    }
+  }
+  const bool seldom_waits = step.cycles < 8;  // loop_step's own minimum
+  if (step.median_ms && step.loops > 0 && step.span_s > 0 && step.steps > 0) {
+    // Where nearly every step waited, each gap is one step: the job's step,
+    // for later trials to count by.
+    if (!by_known && step.ready_fraction < 0.2) out.step_ms = step.median_ms;
+    out.steps = step.steps;
+    const double batches_per_s = step.steps / static_cast<double>(step.loops) / step.span_s;
+    out.samples_per_s = batches_per_s * batch_size;
+    out.how = by_known ? fmt::format("{} steps of the job's {:.1f} ms{} in {:.1f} s of the loop, {:.0f}% waiting for data",
+                                     step.steps, *known_step_ms, known_step_is_measured ? " (earlier trials)" : " (--step-ms)",
+                                     step.span_s, out.starvation * 100)
+                       : fmt::format("{} steps of {:.1f} ms in {:.1f} s of the loop, {:.0f}% waiting for data",
+                                     step.steps, *step.median_ms, step.span_s, out.starvation * 100);
+    return out;
+  }
+  const bool mostly_waiting = out.starvation >= 0.5;
+  if (seldom_waits && mostly_waiting) {
+    out.more_time_helps = true;
+    out.unavailable = fmt::format("the loop waited for data {} times in {:.1f} s, {:.0f}% of its time: too few "
+                                  "batches to count (raise --trial-seconds)",
+                                  step.cycles, e.window_s, out.starvation * 100);
+    return out;
+  }
+  if (have_known) {
+    // The loop's time is steps and waits: (1 - waiting) of it is steps.
+    out.by_known_step = true;
+    out.samples_per_s = batch_size * 1e3 / *known_step_ms * (1 - out.starvation);
+    out.how = fmt::format("{}; priced by the job's step, {:.1f} ms{}, and its {:.0f}% waiting",
+                          seldom_waits ? fmt::format("the loop waited for data {} times (fed)", step.cycles)
+                                       : step.unavailable,
+                          *known_step_ms, known_step_is_measured ? " in earlier trials" : " (--step-ms)",
+                          out.starvation * 100);
+    return out;
+  }
+  out.unavailable = seldom_waits ? fmt::format("the loop waited for data only {} times: it is fed at this config, and "
+                                               "no earlier trial timed the job's step (give --step-ms)",
+                                               step.cycles)
+                                 : step.unavailable;
+  return out;
+}
+
+}  // namespace gpufeed::tune

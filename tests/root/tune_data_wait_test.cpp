@@ -1,0 +1,117 @@
+// tune's data-wait metric against the real kernel and a real PyTorch job:
+// each --exec trial traces the job's loop with eBPF and counts the batches
+// its waits for data end (tune/wait_metric.hpp). Needs root, BTF and
+// python3-torch; each test skips with its reason where the machine lacks
+// something.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "support/child_process.hpp"
+#include "support/cli_runner.hpp"
+#include "support/schema_validator.hpp"
+#include "support/temp_dir.hpp"
+#include "tune_trials.hpp"
+
+namespace gpufeed {
+namespace {
+
+using testing::TempDir;
+
+const std::string kPython = "/usr/bin/python3";
+std::string fixture_script(const std::string& name) { return std::string(GPUFEED_SOURCE_DIR) + "/tests/fixtures/" + name; }
+
+class TuneDataWait : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (testing::ebpf_unavailable_reason() || testing::torch_unavailable_reason()) return;
+    dataset_ = new TempDir();
+    const std::string cmd = kPython + " " + fixture_script("make_dataset.py") + " " + dataset_->path().string() +
+                            " --files 240 --classes 4 --size-kb 50 --seed 7 >/dev/null";
+    if (std::system(cmd.c_str()) != 0) {
+      delete dataset_;
+      dataset_ = nullptr;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete dataset_;
+    dataset_ = nullptr;
+  }
+  void SetUp() override {
+    if (auto why = testing::ebpf_unavailable_reason()) GTEST_SKIP() << *why;
+    if (auto why = testing::torch_unavailable_reason()) GTEST_SKIP() << *why;
+    ASSERT_NE(dataset_, nullptr) << "tests/fixtures/make_dataset.py failed";
+  }
+  // The PIL job: one worker decodes about 5 ms per image on this project's
+  // VM, so 8 images a batch starve a 20 ms step; two workers nearly feed it.
+  static std::string job(double seconds) {
+    return kPython + " " + fixture_script("slow_job.py") + " --data " + dataset_->path().string() +
+           " --workers {num_workers} --prefetch {prefetch_factor} --batch-size 8 --step-ms 20 --decode pil "
+           "--persistent --duration " + std::to_string(seconds);
+  }
+  static TempDir* dataset_;
+};
+TempDir* TuneDataWait::dataset_ = nullptr;
+
+TEST_F(TuneDataWait, TheTracedFigureMatchesWhatTheJobPrints) {
+  // One run measured both ways: its loop's waits traced, and the job's own
+  // whole-run figure (printed on SIGTERM), which the trial's note quotes.
+  // Two separate runs would not do: on this project's 2-core VM the
+  // one-worker job ran 150 to 280 samples/s from one run to the next.
+  std::atomic<bool> stop{false};
+  cli::ExecTrialRunner traced(cli::ExecTrialSetup{job(30), "samples/s: ([0-9.]+)", 8, &stop, 1, 0, true, 20.0});
+  for (int workers : {1, 2}) {
+    const tune::Trial t = traced.run(tune::Candidate{workers, 8, true}, 8);
+    ASSERT_TRUE(t.ok) << t.note;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(t.note, m, std::regex("the job printed ([0-9.]+) samples/s"))) << t.note;
+    const double printed = std::stod(m[1].str());
+    const double ratio = t.samples_per_s / printed;
+    std::cout << "[ measured ] " << workers << " worker(s): traced " << t.samples_per_s << " samples/s, printed "
+              << printed << " (x" << ratio << "); " << t.note << "\n";
+    // A count by the wrong step (every gap two steps, read as one) is off
+    // by half; the two windows differ by the job's first seconds.
+    EXPECT_NEAR(ratio, 1.0, 0.15) << t.note;
+    EXPECT_GT(t.starvation, 0.02) << "a 20 ms step outruns " << workers << " PIL worker(s): the loop waits";
+    EXPECT_LT(t.starvation, 0.9);
+  }
+}
+
+TEST_F(TuneDataWait, TuneAndCheckMeasureAJobThatPrintsNothing) {
+  TempDir dir;
+  const auto config = dir / "config.json";
+  // The job's output goes nowhere: only its trace can tell its throughput.
+  const std::string silent = job(20) + " >/dev/null";
+  const auto r = testing::run_cli({"tune", "--data", dataset_->path().string(), "--batch-size", "8", "--step-ms", "20",
+                                   "--max-workers", "2", "--trial-seconds", "6", "--first-round-seconds", "3",
+                                   "--exec", silent, "--metric", "data-wait", "--out", config.string()});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  std::ifstream in(config);
+  const auto doc = nlohmann::json::parse(in);
+  EXPECT_EQ(testing::schema_errors("config", doc), "");
+  EXPECT_EQ(doc["workload"]["metric"], "data-wait");
+  EXPECT_TRUE(doc["workload"]["metric_regex"].is_null());
+  int measured = 0;
+  for (const auto& t : doc["search"]["trials"]) {
+    if (!t["ok"].get<bool>()) continue;
+    ++measured;
+    // The job runs 2 cores' worth of PIL at most: no figure above the 20 ms
+    // step's 400 samples/s, and never none.
+    EXPECT_GT(t["samples_per_s"].get<double>(), 50) << t.dump();
+    EXPECT_LT(t["samples_per_s"].get<double>(), 420) << t.dump();
+  }
+  EXPECT_GE(measured, 2) << r.out;
+  // check re-measures the config the same way (a wide tolerance: this
+  // checks the path, not the machine's noise).
+  const auto c = testing::run_cli({"check", "--config", config.string(), "--tolerance", "0.5", "--json", "-"});
+  EXPECT_EQ(c.code, 0) << c.err << c.out;
+}
+
+}  // namespace
+}  // namespace gpufeed
