@@ -17,6 +17,9 @@ For each:
          the built-in target's model then knows what the job's processes
          cost besides its sleep; diagnose's own run time counts in its wall;
   (b)    tune --search model --exec (the job itself) -> a config;
+  (b')   (b) with --metric data-wait: the job's throughput from its loop's
+         waits for data, traced with eBPF, instead of its printed figure
+         (which the trials' notes quote, so the two are compared per run);
   paired --rounds rounds, each running every grid top config and every
          chosen config once on the job (and the built-in loader at (a)'s
          config), the order rotated per round: a slow spell of the VM falls
@@ -334,7 +337,10 @@ def scenario(name, data, decode, a):
     for label, extra in (("(a) built-in", ["--max-workers", str(a.max_workers)] + probe),
                          ("(a+) --from", ["--max-workers", str(a.max_workers), "--from", diag_path]),
                          ("(b) --exec", ["--max-workers", str(a.max_workers), "--exec", job_exec, "--metric-regex",
-                                         r"samples/s: ([0-9.]+)"])):
+                                         r"samples/s: ([0-9.]+)"]),
+                         # The job's figure from its loop's waits, traced, instead of its output.
+                         ("(b') data-wait", ["--max-workers", str(a.max_workers), "--exec", job_exec, "--metric",
+                                             "data-wait"])):
         t_diag = diagnose(data, a, decode, diag_path) if "--from" in extra else 0.0
         cfg, tune_only = tune(data, a, decode, extra, label)
         dl = cfg["dataloader"]
@@ -348,6 +354,17 @@ def scenario(name, data, decode, a):
                              interval=cfg["prediction"]["interval"],
                              interval_because=cfg["prediction"].get("interval_because", ""))
         c = chosen[label]
+        if "--metric" in extra:
+            # Each trial's traced figure against what the same run printed.
+            ratios = []
+            for t in cfg["search"]["trials"]:
+                m = re.search(r"the job printed ([0-9.]+) samples/s", t.get("note") or "")
+                if t["ok"] and m and float(m.group(1)) > 0:
+                    ratios.append(t["samples_per_s"] / float(m.group(1)))
+            if ratios:
+                c["traced_vs_printed"] = (statistics.median(ratios), min(ratios), max(ratios), len(ratios))
+                print(f"  {label}: traced against printed, same runs: median x{c['traced_vs_printed'][0]:.3f} "
+                      f"(x{min(ratios):.3f}-x{max(ratios):.3f} over {len(ratios)} trials)", flush=True)
         # The job at the chosen config at once, before the machine's speed
         # moves on (it moved 15-20% between tune and the paired rounds in
         # runs 28-29): the model against the job as the machine is now.

@@ -99,7 +99,7 @@ int run_check(CheckOptions& o, Context& ctx) {
         runner = std::make_unique<ExecTrialRunner>(
             ExecTrialSetup{c.workload.exec, c.workload.metric_regex.empty() ? "samples/s: ([0-9.]+)" : c.workload.metric_regex,
                            c.batch_size, &stop.flag(), std::max(1, c.workload.ranks), 0, data_wait,
-                           loader::parse_step_time(c.workload.step_ms).mean_ms});
+                           c.workload.data_wait_step_ms});
       } else {
         source = open_data(data, ctx.io);
         samples = list_data(*source, ctx.io, o.output.quiet);

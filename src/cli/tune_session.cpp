@@ -612,10 +612,13 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   // 4. Verify.
   rep.phase(4, fmt::format("verify: {} search, {} target", r.search, r.exec.empty() ? "built-in loader" : "your job"));
   std::unique_ptr<tune::TrialRunner> runner;
+  const ExecTrialRunner* exec_runner = nullptr;  // for the step its trials timed
   if (!r.exec.empty()) {
-    runner = std::make_unique<ExecTrialRunner>(
+    auto exec = std::make_unique<ExecTrialRunner>(
         ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, &stop.flag(), budget.ranks, r.trial_s,
                        r.metric == "data-wait", m.step_mean_ms});
+    exec_runner = exec.get();
+    runner = std::move(exec);
   } else {
     BuiltinTrialSetup setup;
     setup.source = source.get();
@@ -822,6 +825,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   if (!r.exec.empty()) {
     config.workload.metric = r.metric;
     if (r.metric == "output") config.workload.metric_regex = r.metric_regex;
+    if (r.metric == "data-wait" && exec_runner) config.workload.data_wait_step_ms = exec_runner->known_step_ms();
   }
   config.workload.step = model_step            ? model_step->describe()
                          : !r.step_source.empty() ? "step " + r.step_source

@@ -181,6 +181,22 @@ bool has_figure(std::string::const_iterator begin, std::string::const_iterator e
   return false;
 }
 
+// Stops the job (and closes its output) unless the trial got to do so.
+struct JobGuard {
+  pid_t pid;
+  int fd;
+  JobGuard(pid_t job, int output) : pid(job), fd(output) {}
+  JobGuard(const JobGuard&) = delete;
+  JobGuard& operator=(const JobGuard&) = delete;
+  ~JobGuard() {
+    if (fd >= 0) close(fd);
+    if (pid <= 0) return;
+    int status = 0;
+    bool exited = false;
+    stop_group(pid, status, exited);
+  }
+};
+
 }  // namespace
 
 tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
@@ -201,19 +217,12 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   }
   setpgid(pid, pid);
   close(fds[1]);
+  // Whatever throws from here on (the tracer, /proc, the output) must not
+  // leave the job running in a group of its own, out of Ctrl-C's reach.
+  JobGuard guard{pid, fds[0]};
   // --metric data-wait: the tracer loads while the job starts up.
   std::unique_ptr<JobWaitTrace> trace;
-  if (setup_.data_wait) {
-    try {
-      trace = std::make_unique<JobWaitTrace>(pid, setup_.ranks);
-    } catch (...) {
-      close(fds[0]);
-      int ignored = 0;
-      bool ended = false;
-      stop_group(pid, ignored, ended);
-      throw;
-    }
-  }
+  if (setup_.data_wait) trace = std::make_unique<JobWaitTrace>(pid, setup_.ranks);
   std::optional<Evidence> traced;  // the trace's window, taken before the job is stopped
   std::string output;
   bool exited = false;
@@ -234,7 +243,7 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     cpu_last = snapshot_job(pid);
     cpu_last_at = Clock::now();
   };
-  // The data-wait metric's "first figure": the trace attached to the loop.
+  // The data-wait metric's "first figure": the trace's window opened.
   auto on_first_figure = [&] {
     metric_seen = true;
     snapshot();
@@ -248,7 +257,10 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     }
   };
   for (;;) {
-    if (trace && !asked_to_stop && trace->tick() && !metric_seen) on_first_figure();
+    if (trace && !asked_to_stop) {
+      trace->tick();
+      if (!metric_seen && trace->window_open()) on_first_figure();
+    }
     if (metric_seen && !asked_to_stop && Clock::now() - cpu_last_at >= std::chrono::seconds(1)) snapshot();
     const bool stopping = setup_.stop && setup_.stop->load();
     if (!asked_to_stop && !stopping && !metric_seen && !ran_on && longest > seconds && Clock::now() >= deadline) {
@@ -307,16 +319,19 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     }
   }
   close(fds[0]);
+  guard.fd = -1;
   // A job that ended by itself before its time was up: the trace's window ends here.
   if (trace && !traced) traced = trace->finish();
   trace.reset();
   // Reap the job; SIGKILL what is left of its group (children, stragglers).
+  guard.pid = -1;
   stop_group(pid, status, exited);
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (setup_.data_wait) {
     const double window = std::chrono::duration<double>(cpu_last_at - cpu_first_at).count();
     const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
-    read_wait_metric(trial, *traced, out_of_time, job_failed, output);
+    const bool interrupted = setup_.stop && setup_.stop->load();
+    read_wait_metric(trial, *traced, out_of_time, job_failed, interrupted, output);
     if (trial.ok && metric_seen && !cpu_first.empty() && window >= 1.0) {
       tune::record_job_cpu(trial, tune::job_cpu_between(cpu_first, cpu_last), trial.samples_per_s, window,
                            setup_.batch_size, setup_.ranks);
@@ -368,31 +383,36 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   return trial;
 }
 
+double ExecTrialRunner::known_step_ms() const {
+  if (steps_ms_.empty()) return setup_.step_ms_hint > 0 ? setup_.step_ms_hint : 0.0;
+  std::vector<double> sorted = steps_ms_;
+  std::sort(sorted.begin(), sorted.end());
+  return quantile_sorted(sorted, 0.5);
+}
+
 void ExecTrialRunner::read_wait_metric(tune::Trial& trial, const Evidence& traced, bool out_of_time, bool job_failed,
-                                       const std::string& output) {
+                                       bool interrupted, const std::string& output) {
   const auto last_line_start = output.find_last_of('\n', output.size() > 1 ? output.size() - 2 : 0);
   const std::string last_line = output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1);
   if (!traced.ebpf) {  // never attached: no loop with workers appeared
     trial.ok = false;
     trial.too_short = out_of_time;
-    trial.note = job_failed ? fmt::format("the job failed before starting its DataLoader workers: {}", last_line)
-                            : "the job started no DataLoader workers within the trial (no process of it whose "
-                              "children are all leaves): raise --trial-seconds?";
+    trial.note = job_failed    ? fmt::format("the job failed before starting its DataLoader workers: {}", last_line)
+                 : interrupted ? "interrupted before the job's loop was traced"
+                               : "the job started no DataLoader workers within the trial (no process of it whose "
+                                 "children are all leaves and forks of it): raise --trial-seconds?";
     return;
   }
-  std::optional<double> known_step;
-  if (!steps_ms_.empty()) {
-    std::vector<double> sorted = steps_ms_;
-    std::sort(sorted.begin(), sorted.end());
-    known_step = quantile_sorted(sorted, 0.5);
-  }
-  else if (setup_.step_ms_hint > 0) known_step = setup_.step_ms_hint;
+  const double step = known_step_ms();
+  const std::optional<double> known_step = step > 0 ? std::optional<double>(step) : std::nullopt;
   const tune::WaitMetric m = tune::wait_metric(traced, setup_.batch_size, known_step, !steps_ms_.empty());
   trial.starvation = m.starvation;
   if (!m.samples_per_s) {
     trial.ok = false;
     trial.too_short = out_of_time && m.more_time_helps;
-    trial.note = job_failed ? fmt::format("the job failed: {}", last_line) : "data-wait metric: " + m.unavailable;
+    trial.note = job_failed    ? fmt::format("the job failed: {}", last_line)
+                 : interrupted ? "interrupted before the trace counted enough of the job's steps"
+                               : "data-wait metric: " + m.unavailable;
     return;
   }
   if (traced.events_dropped > 0) {

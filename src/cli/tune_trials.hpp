@@ -67,11 +67,14 @@ class ExecTrialRunner final : public tune::TrialRunner {
  public:
   explicit ExecTrialRunner(ExecTrialSetup setup);
   tune::Trial run(const tune::Candidate& c, double seconds) override;
+  // --metric data-wait: the job's step its trials timed (the median), else
+  // the hint; 0 when neither. The config keeps it for check.
+  double known_step_ms() const;
 
  private:
   // --metric data-wait: the trial's figure from its trace.
   void read_wait_metric(tune::Trial& trial, const Evidence& traced, bool out_of_time, bool job_failed,
-                        const std::string& output);
+                        bool interrupted, const std::string& output);
 
   ExecTrialSetup setup_;
   std::regex metric_;

@@ -38,38 +38,57 @@ double JobWaitTrace::window_seconds() const {
   return window_ns_ ? static_cast<double>(now_ns() - window_ns_) / 1e9 : 0.0;
 }
 
+std::vector<int> JobWaitTrace::find_loops() const {
+  const ProcReader proc;
+  std::vector<tune::JobProcess> tree;
+  std::vector<int> pids = proc.children_of(job_);
+  pids.push_back(job_);
+  for (int pid : pids) {
+    if (const auto stat = proc.pid_stat(pid)) tree.push_back({stat->pid, stat->ppid, 0.0});
+  }
+  // A loop's workers are forks of it (the same command line), or, under the
+  // spawn start method, multiprocessing's children. Before the workers
+  // start, the job's Python is itself a leaf, and the shell that started it
+  // would pass for a loop.
+  std::vector<int> loops;
+  for (const auto& loop : tune::job_loops(tree)) {
+    const std::string cmd = proc.cmdline(loop.pid);
+    if (cmd.empty()) continue;  // gone, or a kernel thread
+    const bool forked = std::any_of(loop.workers.begin(), loop.workers.end(), [&](int w) {
+      const std::string worker_cmd = proc.cmdline(w);
+      return worker_cmd == cmd || worker_cmd.find("multiprocessing") != std::string::npos;
+    });
+    if (!forked) continue;
+    // Under forkserver the workers' parent is the fork server, a child of
+    // the loop (which therefore is no parent of leaves alone).
+    if (cmd.find("forkserver") != std::string::npos) {
+      const auto self = std::find_if(tree.begin(), tree.end(), [&](const auto& p) { return p.pid == loop.pid; });
+      if (self != tree.end()) loops.push_back(self->ppid);
+      continue;
+    }
+    loops.push_back(loop.pid);
+  }
+  std::sort(loops.begin(), loops.end());
+  return loops;
+}
+
 bool JobWaitTrace::tick() {
   if (!tracer_) return attached();
   const std::uint64_t now = now_ns();
   if (!attached() && now - last_look_ns_ >= 100000000ULL) {
     last_look_ns_ = now;
-    const ProcReader proc;
-    std::vector<tune::JobProcess> tree;
-    std::vector<int> pids = proc.children_of(job_);
-    pids.push_back(job_);
-    for (int pid : pids) {
-      if (const auto stat = proc.pid_stat(pid)) tree.push_back({stat->pid, stat->ppid, 0.0});
-    }
-    // A loop's workers are forks of it (the same command line), or, under
-    // the spawn and forkserver start methods, multiprocessing's children.
-    // Before the workers start, the job's Python is itself a leaf, and the
-    // shell that started it would pass for a loop.
-    std::vector<tune::JobLoop> loops;
-    for (auto& loop : tune::job_loops(tree)) {
-      const std::string cmd = proc.cmdline(loop.pid);
-      const bool forked = std::any_of(loop.workers.begin(), loop.workers.end(), [&](int w) {
-        const std::string worker_cmd = proc.cmdline(w);
-        return worker_cmd == cmd || worker_cmd.find("multiprocessing") != std::string::npos;
-      });
-      if (forked) loops.push_back(std::move(loop));
-    }
+    // The same loops on two looks in a row: between a fork and its exec, a
+    // launcher's child still has the launcher's command line.
+    std::vector<int> loops = find_loops();
+    const bool steady = !loops.empty() && loops == last_loops_;
+    last_loops_ = std::move(loops);
     // All ranks at once: a rank attached late would count fewer steps.
-    if (static_cast<int>(loops.size()) >= ranks_) {
+    if (steady && static_cast<int>(last_loops_.size()) >= ranks_) {
       int rank = 0;
       // The loops alone: the metric reads their waits, and tracing the
       // workers' every call would slow a CPU-bound job's (10-15% on this
       // project's 2-core VM: bench/README.md, trace_overhead.py).
-      for (const auto& loop : loops) tracer_->add_process(loop.pid, false, rank++);
+      for (int loop : last_loops_) tracer_->add_process(loop, false, rank++);
       loops_ = rank;
       attached_ns_ = now_ns();
     }

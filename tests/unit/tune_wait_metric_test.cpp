@@ -59,6 +59,16 @@ TEST(WaitMetric, GapsOfTwoStepsAreCountedByTheJobsKnownStep) {
   EXPECT_NE(known.how.find("of the job's 20.0 ms"), std::string::npos) << known.how;
 }
 
+TEST(WaitMetric, AStepNoWholeMultipleOfTheKnownOneIsTheLoopsOwn) {
+  // A loop slowed by workers crowding its cores: 31 ms steps where 20 ms
+  // were known (x1.55, no whole multiple) are counted as they are.
+  const WaitMetric m = wait_metric(loop(31, 10, 200), 8, 20.0);
+  ASSERT_TRUE(m.samples_per_s);
+  EXPECT_NEAR(*m.samples_per_s, 8 / 0.041, 8 / 0.041 * 0.01);
+  ASSERT_TRUE(m.step_ms);
+  EXPECT_NEAR(*m.step_ms, 31, 0.1);
+}
+
 TEST(WaitMetric, AKnownStepWithin30PercentLeavesTheGapsOwnStep) {
   // --step-ms is the step's sleep; the loop's own step also holds receiving
   // the batch: 22 ms gaps against 20 ms given are the gaps' own.

@@ -79,6 +79,9 @@ struct WorkloadRecord {
   // How the exec job's throughput was read: "output" (metric_regex) or
   // "data-wait" (its loop's waits, traced); empty for the other targets.
   std::string metric;
+  // data-wait: the job's step its trials timed (else --step-ms), which a
+  // fed loop is priced by; check prices it the same way. 0: none.
+  double data_wait_step_ms = 0;
 };
 
 struct TunedConfig {

@@ -98,6 +98,7 @@ Json to_json(const TunedConfig& c) {
         {"exec", w.exec.empty() ? Json(nullptr) : Json(w.exec)},
         {"metric_regex", w.metric_regex.empty() ? Json(nullptr) : Json(w.metric_regex)},
         {"metric", w.metric.empty() ? Json(nullptr) : Json(w.metric)},
+        {"data_wait_step_ms", w.data_wait_step_ms > 0 ? Json(w.data_wait_step_ms) : Json(nullptr)},
         {"step", w.step},
         {"step_ms", w.step_ms},
         {"step_cpu_ms", w.step_cpu_ms},
@@ -211,6 +212,9 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.workload.exec = get_or<std::string>(w, "exec", "");
   c.workload.metric_regex = get_or<std::string>(w, "metric_regex", "");
   c.workload.metric = get_or<std::string>(w, "metric", "");
+  c.workload.data_wait_step_ms = w.contains("data_wait_step_ms") && w["data_wait_step_ms"].is_number()
+                                     ? w["data_wait_step_ms"].get<double>()
+                                     : 0.0;
   c.workload.step = get_or<std::string>(w, "step", "");
   c.workload.step_ms = get_or<std::string>(w, "step_ms", "0");
   c.workload.step_cpu_ms = get_or<double>(w, "step_cpu_ms", 0);

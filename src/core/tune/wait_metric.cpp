@@ -18,11 +18,17 @@ WaitMetric wait_metric(const Evidence& e, int batch_size, std::optional<double> 
   out.starvation = figures.data_wait_fraction.value_or(0);
   const bool have_known = known_step_ms && *known_step_ms > 0;
   LoopStep step = loop_step(e);
-  // A step the gaps give that strays over 30% from the job's known one is
-  // most likely a multiple of it: two workers that each deliver every other
-  // batch leave gaps of two steps only. Count the gaps by the known step.
+  // A step the gaps give within 15% of two or more of the job's known one
+  // is most likely that many steps: two workers that each deliver every
+  // other batch leave gaps of two steps only. Count those gaps by the
+  // known step, and irregular gaps too. Any other step is the loop's own (a
+  // loop slowed by workers crowding its cores), and counts as it is.
   bool by_known = false;
-  if (have_known && step.cycles >= 8 && (!step.median_ms || std::abs(*step.median_ms / *known_step_ms - 1) > 0.3)) {
+  const auto multiple_of_known = [&](double ms) {
+    const double k = std::round(ms / *known_step_ms);
+    return k >= 2 && std::abs(ms / *known_step_ms - k) <= 0.15 * k;
+  };
+  if (have_known && step.cycles >= 8 && (!step.median_ms || multiple_of_known(*step.median_ms))) {
     const LoopStep counted = loop_step(e, 1.0, 8, 0.55, known_step_ms);
     if (counted.median_ms) {
       step = counted;
