@@ -31,13 +31,7 @@ class TuneDataWait : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (testing::ebpf_unavailable_reason() || testing::torch_unavailable_reason()) return;
-    dataset_ = new TempDir();
-    const std::string cmd = kPython + " " + fixture_script("make_dataset.py") + " " + dataset_->path().string() +
-                            " --files 240 --classes 4 --size-kb 50 --seed 7 >/dev/null";
-    if (std::system(cmd.c_str()) != 0) {
-      delete dataset_;
-      dataset_ = nullptr;
-    }
+    dataset_ = testing::make_jpeg_dataset(240).release();
   }
   static void TearDownTestSuite() {
     delete dataset_;

@@ -4,9 +4,12 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "support/temp_dir.hpp"
 
 namespace gpufeed::testing {
 
@@ -42,5 +45,9 @@ std::string demo_job_command(int seconds);
 
 // /usr/bin/python3 with python3-torch, or a reason it is missing.
 std::optional<std::string> torch_unavailable_reason();
+
+// A directory of `files` ~50 KB JPEGs in 4 classes (tests/fixtures/
+// make_dataset.py, seed 7) for the PyTorch jobs; null when the script failed.
+std::unique_ptr<TempDir> make_jpeg_dataset(int files);
 
 }  // namespace gpufeed::testing

@@ -28,7 +28,7 @@ struct WaitMetric {
 // loop_step) over the time they span. The job's step from an earlier trial
 // (`known_step_is_measured`) or --step-ms, `known_step_ms`, counts them
 // where the gaps' own step is within 15% of 2, 3 ... of it (gaps of several
-// steps only), or the gaps are irregular. A loop that seldom waits (fed) is priced by the
+// steps only) or under 0.7 of it (split waits), or the gaps are irregular. A loop that seldom waits (fed) is priced by the
 // known step: batch x (1 - its share waiting) / step. One that seldom
 // waits but waits most of its time gets a batch too rarely to count in the
 // window: no figure, and a longer trial would give one.
