@@ -31,8 +31,18 @@ WaitMetric wait_metric(const Evidence& e, int batch_size, std::optional<double> 
     const double k = std::round(ms / *known_step_ms);
     return ms < 0.7 * *known_step_ms || (k >= 2 && std::abs(ms / *known_step_ms - k) <= 0.15 * k);
   };
+  double base = known_step_ms.value_or(0);
   if (have_known && step.cycles >= 8 && (!step.median_ms || not_its_own(*step.median_ms))) {
-    const LoopStep counted = loop_step(e, 1.0, 8, 0.55, known_step_ms);
+    LoopStep counted = loop_step(e, 1.0, 8, 0.55, known_step_ms);
+    // The gaps of about one known step are this trial's one-step gaps: the
+    // step to count by. --step-ms is the step's sleep alone, and a loop
+    // that also spends 1.9 ms on each batch (the local PIL job's 10 ms
+    // step) read 17-24% fast in bench run 32, its longer gaps rounded up.
+    if (counted.median_ms && std::abs(*counted.median_ms / base - 1) > 0.02 &&
+        *counted.median_ms >= 0.85 * base && *counted.median_ms <= 1.3 * base) {
+      base = *counted.median_ms;
+      counted = loop_step(e, 1.0, 8, 0.55, base);
+    }
     if (counted.median_ms) {
       step = counted;
       by_known = true;
@@ -46,9 +56,11 @@ WaitMetric wait_metric(const Evidence& e, int batch_size, std::optional<double> 
     out.steps = step.steps;
     const double batches_per_s = step.steps / static_cast<double>(step.loops) / step.span_s;
     out.samples_per_s = batches_per_s * batch_size;
-    out.how = by_known ? fmt::format("{} steps of the job's {:.1f} ms{} in {:.1f} s of the loop, {:.0f}% waiting for data",
-                                     step.steps, *known_step_ms, known_step_is_measured ? " (earlier trials)" : " (--step-ms)",
-                                     step.span_s, out.starvation * 100)
+    out.how = by_known ? fmt::format("{} steps of {:.1f} ms (its one-step gaps, by the job's {:.1f} ms{}) in {:.1f} s "
+                                     "of the loop, {:.0f}% waiting for data",
+                                     step.steps, base, *known_step_ms,
+                                     known_step_is_measured ? " in earlier trials" : " of --step-ms", step.span_s,
+                                     out.starvation * 100)
                        : fmt::format("{} steps of {:.1f} ms in {:.1f} s of the loop, {:.0f}% waiting for data",
                                      step.steps, *step.median_ms, step.span_s, out.starvation * 100);
     return out;
