@@ -34,6 +34,29 @@ Evidence loop(double step_ms, double wait_ms, int batches, int ready_every = 1) 
   return e;
 }
 
+// 200 steps; before each the loop waits `waits` times, each `wait_ms`
+// long, `apart_ms` from one's start to the next (a wait split by batches
+// that arrive out of order), then runs `steps_ms(i)` of steps.
+template <typename F>
+Evidence split_loop(int waits, double wait_ms, double apart_ms, F steps_ms) {
+  Evidence e;
+  e.ebpf = true;
+  e.ranks = 1;
+  SyscallStat calls{kFutex, Role::Loop, CallKind::None, {}};
+  double t_ms = 0;
+  for (int i = 0; i < 200; ++i) {
+    for (int w = 0; w < waits; ++w) {
+      e.waits.push_back({t_ms / 1e3, wait_ms, 100, 0, kFutex});
+      calls.hist.add(static_cast<std::uint64_t>(wait_ms * 1e6));
+      t_ms += w + 1 < waits ? apart_ms : wait_ms;
+    }
+    t_ms += steps_ms(i);
+  }
+  e.window_s = t_ms / 1e3;
+  e.syscalls.push_back(calls);
+  return e;
+}
+
 TEST(WaitMetric, ALoopThatWaitsForEveryBatchGivesBatchesOverItsTime) {
   // 20 ms steps after 10 ms waits: a batch every 30 ms, 8 samples each.
   const WaitMetric m = wait_metric(loop(20, 10, 200), 8, std::nullopt);
@@ -64,26 +87,10 @@ TEST(WaitMetric, TheKnownStepIsRefinedByTheTrialsOneStepGaps) {
   // split in two 1.5 ms apart (the gaps alone read a 1.5 ms "step"), then
   // gaps of 1 to 4 steps, which counted by 10 ms round 36 and 48 ms up to 4
   // and 5 steps: 10% too many.
-  Evidence e;
-  e.ebpf = true;
-  e.ranks = 1;
-  SyscallStat waits{kFutex, Role::Loop, CallKind::None, {}};
-  double t_ms = 0;
-  int steps = 0;
-  for (int i = 0; i < 200; ++i) {
-    for (int half = 0; half < 2; ++half) {
-      e.waits.push_back({t_ms / 1e3, 2.0, 100, 0, kFutex});
-      waits.hist.add(2000000);
-      t_ms += half == 0 ? 3.5 : 2.0;
-    }
-    const int k = 1 + i % 4;
-    steps += k;
-    t_ms += 12.0 * k;
-  }
-  e.window_s = t_ms / 1e3;
-  e.syscalls.push_back(waits);
+  const Evidence e = split_loop(2, 2.0, 3.5, [](int i) { return 12.0 * (1 + i % 4); });
+  const int steps = 50 * (1 + 2 + 3 + 4);
   const double last = 12.0 * 4;  // the last wait's steps lie past the span
-  const double per_s = 8.0 * (steps - 4) / ((t_ms - last) / 1e3);
+  const double per_s = 8.0 * (steps - 4) / ((e.window_s * 1e3 - last) / 1e3);
   const WaitMetric m = wait_metric(e, 8, 10.0);
   ASSERT_TRUE(m.samples_per_s) << m.unavailable;
   EXPECT_NEAR(*m.samples_per_s, per_s, per_s * 0.02) << m.how;
@@ -94,24 +101,8 @@ TEST(WaitMetric, SplitWaitsAreNoStepsOfTheirOwn) {
   // Eight workers deliver out of order: before each 60 ms step the loop
   // waits three times, 2 ms apart (batches arrive, not the one it needs).
   // The gaps alone found a 1.7 ms "step" in such a trace (bench run 32).
-  Evidence e;
-  e.ebpf = true;
-  e.ranks = 1;
-  SyscallStat waits{kFutex, Role::Loop, CallKind::None, {}};
-  double t_ms = 0;
-  for (int i = 0; i < 200; ++i) {
-    e.waits.push_back({t_ms / 1e3, 3.0, 100, 0, kFutex});
-    waits.hist.add(3000000);
-    for (int split = 0; split < 2; ++split) {
-      e.waits.push_back({(t_ms + 5) / 1e3, 3.0, 100, 0, kFutex});
-      waits.hist.add(3000000);
-      t_ms += 5;
-    }
-    t_ms += 3 + 60;
-  }
-  e.window_s = t_ms / 1e3;
-  e.syscalls.push_back(waits);
-  const double per_s = 8 / (t_ms / 200 / 1e3);
+  const Evidence e = split_loop(3, 3.0, 5.0, [](int) { return 60.0; });
+  const double per_s = 8 / (e.window_s / 200);
   const WaitMetric alone = wait_metric(e, 8, std::nullopt);
   ASSERT_TRUE(alone.samples_per_s);
   EXPECT_GT(*alone.samples_per_s, 10 * per_s) << "the gaps alone: " << alone.how;
