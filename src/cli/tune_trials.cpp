@@ -181,6 +181,23 @@ bool has_figure(std::string::const_iterator begin, std::string::const_iterator e
   return false;
 }
 
+// The last figure the job printed for the metric, and whether any was above 0.
+struct PrintedFigure {
+  std::optional<double> last;
+  bool moved = false;
+};
+PrintedFigure last_figure(const std::string& output, const std::regex& metric) {
+  PrintedFigure out;
+  for (std::sregex_iterator it(output.begin(), output.end(), metric), end; it != end; ++it) {
+    try {
+      out.last = std::stod((*it)[1].str());
+      out.moved = out.moved || *out.last > 0;
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
 // Stops the job (and closes its output) unless the trial got to do so.
 struct JobGuard {
   pid_t pid;
@@ -339,16 +356,9 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     return trial;
   }
   // The last value the job printed is its latest steady-state figure.
-  std::optional<double> value;
-  bool moved = false;  // a figure above 0 at some point
-  for (std::sregex_iterator it(output.begin(), output.end(), metric_), end; it != end; ++it) {
-    try {
-      value = std::stod((*it)[1].str());
-      moved = moved || *value > 0;
-    } catch (const std::exception&) {
-    }
-  }
-  if (value && *value <= 0 && moved) {
+  const PrintedFigure printed = last_figure(output, metric_);
+  std::optional<double> value = printed.last;
+  if (value && *value <= 0 && printed.moved) {
     trial.ok = false;
     trial.note = "the job's metric fell to 0 by the end of its trial: it stalled at this config";
     return trial;
@@ -425,13 +435,7 @@ void ExecTrialRunner::read_wait_metric(tune::Trial& trial, const Evidence& trace
   // A job that also prints a figure: both, so the trace can be checked
   // against it (over the whole run; the trace from a second after the
   // workers started).
-  std::optional<double> printed;
-  for (std::sregex_iterator it(output.begin(), output.end(), metric_), end; it != end; ++it) {
-    try {
-      printed = std::stod((*it)[1].str());
-    } catch (const std::exception&) {
-    }
-  }
+  const std::optional<double> printed = last_figure(output, metric_).last;
   if (printed && *printed > 0) trial.note += fmt::format("; the job printed {:g} samples/s", *printed);
 }
 

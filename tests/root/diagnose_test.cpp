@@ -225,18 +225,11 @@ INSTANTIATE_TEST_SUITE_P(
 // through the latency-injecting FUSE fixture, two workers, a 20 ms step.
 class DiagnoseSlowJob : public Diagnose {
  protected:
-  static void SetUpTestSuite() {
-    if (testing::ebpf_unavailable_reason() || testing::torch_unavailable_reason()) return;
-    dataset_ = testing::make_jpeg_dataset(240).release();
-  }
-  static void TearDownTestSuite() {
-    delete dataset_;
-    dataset_ = nullptr;
-  }
   void SetUp() override {
     Diagnose::SetUp();
     if (IsSkipped()) return;
     if (auto why = testing::torch_unavailable_reason()) GTEST_SKIP() << *why;
+    dataset_ = testing::shared_jpeg_dataset();
     ASSERT_NE(dataset_, nullptr) << "tests/fixtures/make_dataset.py failed";
   }
   json diagnose_job(const std::filesystem::path& data) {
@@ -267,9 +260,8 @@ class DiagnoseSlowJob : public Diagnose {
     EXPECT_LE(job.job->step_ms, 30.0) << step.dump() << " " << doc["evidence"]["workers"].dump();
   }
 
-  static TempDir* dataset_;
+  static inline const TempDir* dataset_ = nullptr;
 };
-TempDir* DiagnoseSlowJob::dataset_ = nullptr;
 
 constexpr double kInjectedStatMs = 20.0;
 

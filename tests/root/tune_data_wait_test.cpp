@@ -29,17 +29,10 @@ std::string fixture_script(const std::string& name) { return std::string(GPUFEED
 
 class TuneDataWait : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    if (testing::ebpf_unavailable_reason() || testing::torch_unavailable_reason()) return;
-    dataset_ = testing::make_jpeg_dataset(240).release();
-  }
-  static void TearDownTestSuite() {
-    delete dataset_;
-    dataset_ = nullptr;
-  }
   void SetUp() override {
     if (auto why = testing::ebpf_unavailable_reason()) GTEST_SKIP() << *why;
     if (auto why = testing::torch_unavailable_reason()) GTEST_SKIP() << *why;
+    dataset_ = testing::shared_jpeg_dataset();
     ASSERT_NE(dataset_, nullptr) << "tests/fixtures/make_dataset.py failed";
   }
   // The PIL job: one worker decodes about 5 ms per image on this project's
@@ -55,9 +48,8 @@ class TuneDataWait : public ::testing::Test {
     if (!std::regex_search(t.note, m, std::regex("the job printed ([0-9.]+) samples/s"))) return 0;
     return t.samples_per_s / std::stod(m[1].str());
   }
-  static TempDir* dataset_;
+  static inline const TempDir* dataset_ = nullptr;
 };
-TempDir* TuneDataWait::dataset_ = nullptr;
 
 TEST_F(TuneDataWait, TheTracedFigureMatchesWhatTheJobPrints) {
   // One run measured both ways: its loop's waits traced, and the job's own

@@ -114,13 +114,15 @@ std::optional<std::string> torch_unavailable_reason() {
   return std::nullopt;
 }
 
-std::unique_ptr<TempDir> make_jpeg_dataset(int files) {
-  auto dir = std::make_unique<TempDir>();
-  const std::string cmd = "/usr/bin/python3 " + std::string(GPUFEED_SOURCE_DIR) + "/tests/fixtures/make_dataset.py " +
-                          dir->path().string() + " --files " + std::to_string(files) +
-                          " --classes 4 --size-kb 50 --seed 7 >/dev/null";
-  if (std::system(cmd.c_str()) != 0) return nullptr;
-  return dir;
+const TempDir* shared_jpeg_dataset() {
+  static const std::unique_ptr<TempDir> dataset = [] {
+    auto dir = std::make_unique<TempDir>();
+    const std::string cmd = "/usr/bin/python3 " + std::string(GPUFEED_SOURCE_DIR) +
+                            "/tests/fixtures/make_dataset.py " + dir->path().string() +
+                            " --files 240 --classes 4 --size-kb 50 --seed 7 >/dev/null";
+    return std::system(cmd.c_str()) == 0 ? std::move(dir) : nullptr;
+  }();
+  return dataset.get();
 }
 
 }  // namespace gpufeed::testing

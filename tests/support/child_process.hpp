@@ -46,8 +46,9 @@ std::string demo_job_command(int seconds);
 // /usr/bin/python3 with python3-torch, or a reason it is missing.
 std::optional<std::string> torch_unavailable_reason();
 
-// A directory of `files` ~50 KB JPEGs in 4 classes (tests/fixtures/
-// make_dataset.py, seed 7) for the PyTorch jobs; null when the script failed.
-std::unique_ptr<TempDir> make_jpeg_dataset(int files);
+// 240 ~50 KB JPEGs in 4 classes (tests/fixtures/make_dataset.py, seed 7)
+// for the PyTorch jobs, made once per test process on first use and
+// removed at its exit; null when the script failed.
+const TempDir* shared_jpeg_dataset();
 
 }  // namespace gpufeed::testing
