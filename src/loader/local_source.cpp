@@ -182,8 +182,11 @@ class LocalSource final : public SampleSource {
         if (it->is_directory()) it.disable_recursion_pending();
         continue;
       }
-      // d_type from readdir: no stat per entry here.
-      if (it->is_regular_file(ec)) keys.push_back(fs::relative(it->path(), options_.path).string());
+      // d_type from readdir, and the key cut from the path as text: no stat
+      // per entry here. fs::relative() canonicalised both paths for every
+      // file, several lookups each, one file at a time: listing 400 files on
+      // the incident's FUSE store took 26 s before the parallel stats began.
+      if (it->is_regular_file(ec)) keys.push_back(it->path().lexically_relative(options_.path).string());
     }
     std::sort(keys.begin(), keys.end());
     return keys;

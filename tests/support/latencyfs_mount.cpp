@@ -178,13 +178,23 @@ LatencyFsMount::LatencyFsMount(std::filesystem::path source, std::filesystem::pa
     if (Clock::now() >= deadline) {
       std::string out = output();
       stop();
+      close(output_fd_);
+      output_fd_ = -1;
       throw std::runtime_error("latencyfs did not mount " + mountpoint_.string() + " within 10 s: " + out);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
-LatencyFsMount::~LatencyFsMount() { stop(); }
+LatencyFsMount::~LatencyFsMount() {
+  stop();
+  if (output_fd_ >= 0) close(output_fd_);
+}
+
+std::string LatencyFsMount::unmount() {
+  stop();
+  return output();
+}
 
 std::string LatencyFsMount::output() const {
   if (output_fd_ < 0) return {};
@@ -216,10 +226,6 @@ void LatencyFsMount::stop() noexcept {
     pid_ = -1;
     // A killed fixture leaves its mount behind (reads fail with ENOTCONN).
     if (is_mounted(mountpoint_)) umount2(mountpoint_.c_str(), MNT_DETACH);
-  }
-  if (output_fd_ >= 0) {
-    close(output_fd_);
-    output_fd_ = -1;
   }
 }
 

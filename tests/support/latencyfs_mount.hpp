@@ -35,6 +35,9 @@ class LatencyFsMount {
   pid_t pid() const { return pid_; }
   // What the fixture wrote to stdout/stderr so far.
   std::string output() const;
+  // Unmounts and reaps the fixture now; returns all it wrote, the counts of
+  // operations it served on exit included ("latencyfs: served ...").
+  std::string unmount();
 
  private:
   void stop() noexcept;

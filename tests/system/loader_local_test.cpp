@@ -177,6 +177,28 @@ TEST(StorageTableOnFuse, StatLatencyIsTheInjectedLookupDelay) {
       << "16 streams of a latency-bound store go much faster than one";
 }
 
+// Listing costs the store one stat per sample and no more: the keys are cut
+// from the walked paths as text. It used to canonicalise every path, several
+// lookups per file one after another: 26 s for 400 files on the incident's
+// FUSE store (5 ms lookups), before the parallel stats began.
+TEST(LocalSourceOnFuse, ListingStatsEachSampleOnce) {
+  if (auto why = testing::LatencyFsMount::unavailable_reason()) GTEST_SKIP() << *why;
+  TempDir dir;
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 25; ++i) dir.write(fmt::format("source/class_{}/f{:02d}.jpg", c, i), "x");
+  }
+  testing::LatencyFsMount mount(dir / "source", dir / "mnt", testing::LatencyFsOptions{.lookup_ms = 1});
+  const auto samples = open_local_source({mount.path()})->list();
+  ASSERT_EQ(samples.size(), 100u);
+  EXPECT_EQ(samples.front().key, "class_0/f00.jpg");
+  EXPECT_EQ(samples.back().key, "class_3/f24.jpg");
+  const std::string out = mount.unmount();
+  const auto at = out.find("served file_lookup ");
+  ASSERT_NE(at, std::string::npos) << "the fixture prints what it served on exit: " << out;
+  EXPECT_EQ(std::stoull(out.substr(at + std::strlen("served file_lookup "))), 100u)
+      << "one lookup of each file, the stat that reads its size: " << out;
+}
+
 // On the real fixture: a level whose budget ends after two or three slow
 // accesses runs on to its minimum, and says so.
 TEST(StorageTableOnFuse, AShortLevelRunsOnToItsMinimumOnASlowMount) {
