@@ -36,7 +36,7 @@ class LatencyFsMount {
   // What the fixture wrote to stdout/stderr so far.
   std::string output() const;
   // Unmounts and reaps the fixture now; returns all it wrote, the counts of
-  // operations it served on exit included ("latencyfs: served ...").
+  // operations it served on exit included ("gpufeed-latencyfs: served ...").
   std::string unmount();
 
  private:

@@ -50,6 +50,14 @@ TEST(LocalSource, ListsEveryFileBelowTheRootSortedSkippingHiddenOnes) {
   EXPECT_EQ(bytes.size(), 2u);
   EXPECT_NO_THROW(src->stat(samples[0]));
   EXPECT_NO_THROW(src->open(samples[0]));
+  // Keys are cut from the walked paths as text: a trailing slash or a dot
+  // in --data must not leak into them.
+  for (const auto& spelled : {dir.path() / "", dir.path() / "."}) {
+    const auto again = open_local_source({spelled})->list();
+    ASSERT_EQ(again.size(), 2u) << spelled;
+    EXPECT_EQ(again[0].key, "a/1.jpg") << spelled;
+    EXPECT_EQ(again[1].key, "b/2.jpg") << spelled;
+  }
 }
 
 TEST(LocalSource, ManifestPathsAreRelativeToTheManifestOrAbsolute) {
