@@ -1,6 +1,7 @@
 # tune: the DataLoader model, search and config on plain values.
 gpufeed_test_suite(gpufeed_tune_unit_tests unit
   unit/tune_calibration_test.cpp
+  unit/tune_config_test.cpp
   unit/tune_cpu_from_trials_test.cpp
   unit/tune_from_diagnosis_test.cpp
   unit/tune_job_cpu_test.cpp

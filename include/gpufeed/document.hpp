@@ -36,4 +36,15 @@ Json make_document(std::string_view kind, const HostInfo& host, const Json& body
 
 std::string schema_id(std::string_view kind);  // "gpufeed.probe/v1"
 
+// The one way gpufeed writes JSON text. Strings that are not valid UTF-8 (a
+// dataset's file name, a traced job's argument) have each bad byte replaced
+// by U+FFFD, so the document is always valid JSON (docs/json.md). indent < 0:
+// one line.
+std::string dump_json(const Json& document, int indent = -1);
+
+// Parses a JSON document a user gave; a usage error says which file (`what`
+// and `source`), where (line and column) and what to do (`hint`), without
+// the library's own wording.
+Json parse_json_text(std::string_view text, std::string_view what, std::string_view source, std::string_view hint);
+
 }  // namespace gpufeed

@@ -32,4 +32,9 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// `text` for a one-line message: control characters and bytes that are not
+// UTF-8 become \xNN, so a hostile file name cannot break the line or the
+// terminal; valid UTF-8 is kept as it is.
+std::string printable(std::string_view text);
+
 }  // namespace gpufeed

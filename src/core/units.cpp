@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "gpufeed/error.hpp"
+#include "gpufeed/text.hpp"
 
 namespace gpufeed {
 
@@ -40,8 +41,12 @@ std::uint64_t parse_size(const std::string& text, const std::string& option) {
   std::string unit(ptr, end);
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
   const auto it = units.find(unit);
-  if (ec != std::errc() || it == units.end() || value < 0) {
-    throw usage_error(fmt::format("{} \"{}\" is not a size", option, text), "give bytes with a unit, e.g. 512MiB, 2GiB, 50KiB");
+  // nan, inf and sizes past an exbibyte are no size a machine has (and would
+  // overflow the conversion below).
+  constexpr double kMost = 1152921504606846976.0;  // 1 EiB
+  if (ec != std::errc() || it == units.end() || !std::isfinite(value) || value < 0 || value * it->second > kMost) {
+    throw usage_error(fmt::format("{} \"{}\" is not a size", option, printable(text)),
+                      "give bytes with a unit, up to 1 EiB, e.g. 512MiB, 2GiB, 50KiB");
   }
   return static_cast<std::uint64_t>(value * it->second);
 }

@@ -234,7 +234,30 @@ TEST(ProcStats, PidStatWithAwkwardComm) {
   EXPECT_EQ(p->stime, 120U);
   EXPECT_EQ(p->threads, 3);
   EXPECT_EQ(p->rss_pages, 2560U);
+  EXPECT_EQ(p->flags, 4194560U);
+  EXPECT_FALSE(p->kernel_thread());
   EXPECT_FALSE(parse_pid_stat("garbage"));
+}
+
+// diagnose --pid refuses what is no job: kthreadd's flags carry PF_KTHREAD.
+TEST(ProcStats, TraceTargetsThatAreNoJob) {
+  const auto kthreadd = parse_pid_stat(
+      "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 3 0 0 20 0 1 0 9 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 "
+      "0 0 0 0 17 1 0 0 0 0 0\n");
+  ASSERT_TRUE(kthreadd);
+  EXPECT_TRUE(kthreadd->kernel_thread());
+  EXPECT_NE(trace_target_problem(*kthreadd, 999, true).value_or("").find("kernel thread"), std::string::npos);
+  PidStat init;
+  init.pid = 1;
+  init.comm = "systemd";
+  EXPECT_NE(trace_target_problem(init, 999, false).value_or("").find("init"), std::string::npos);
+  EXPECT_FALSE(trace_target_problem(init, 999, true));  // --force
+  PidStat self;
+  self.pid = 999;
+  EXPECT_NE(trace_target_problem(self, 999, false).value_or("").find("this gpufeed"), std::string::npos);
+  PidStat job;
+  job.pid = 4242;
+  EXPECT_FALSE(trace_target_problem(job, 999, false));
 }
 
 TEST(ProcStats, PressureMeminfoSyscall) {

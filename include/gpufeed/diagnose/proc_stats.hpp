@@ -31,9 +31,15 @@ struct PidStat {
   std::uint64_t utime = 0, stime = 0;  // clock ticks
   std::uint64_t rss_pages = 0;
   int threads = 0;
+  std::uint64_t flags = 0;  // PF_* (field 9)
+  bool kernel_thread() const { return (flags & 0x00200000U) != 0; }  // PF_KTHREAD
 };
 // /proc/PID/stat; nullopt when malformed (the process may be exiting).
 std::optional<PidStat> parse_pid_stat(std::string_view text);
+
+// Why `stat` is no job to trace (a kernel thread, init without `force`,
+// gpufeed itself), naming it; nullopt when it is fine.
+std::optional<std::string> trace_target_problem(const PidStat& stat, int self_pid, bool force);
 
 // "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345" -> total (us), the
 // cumulative stall time; nullopt when the line is missing.

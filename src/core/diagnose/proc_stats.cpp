@@ -1,5 +1,7 @@
 #include "gpufeed/diagnose/proc_stats.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <sstream>
@@ -78,11 +80,20 @@ std::optional<PidStat> parse_pid_stat(std::string_view text) {
   p.state = f[0][0];
   p.ppid = num<int>(f[1]);
   p.pgrp = num<int>(f[2]);
+  p.flags = num<std::uint64_t>(f[6]);
   p.utime = num<std::uint64_t>(f[11]);
   p.stime = num<std::uint64_t>(f[12]);
   p.threads = num<int>(f[17]);
   p.rss_pages = num<std::uint64_t>(f[21]);
   return p;
+}
+
+std::optional<std::string> trace_target_problem(const PidStat& stat, int self_pid, bool force) {
+  const std::string name = fmt::format("process {} ({})", stat.pid, stat.comm);
+  if (stat.kernel_thread()) return name + " is a kernel thread, not a training job";
+  if (stat.pid == self_pid) return name + " is this gpufeed";
+  if (stat.pid == 1 && !force) return name + " is init: tracing it follows every process of the system";
+  return std::nullopt;
 }
 
 std::optional<std::uint64_t> parse_pressure_some_total(std::string_view text) {

@@ -30,9 +30,9 @@ std::string write_gpu_trace(const GpuTrace& trace, const HostInfo& host, std::ch
   }
   Json header = make_document("gputrace", host,
                               Json{{"backend", trace.backend}, {"sample_hz", trace.sample_hz}, {"devices", devices}}, now);
-  std::string out = header.dump() + "\n";
-  for (const auto& s : trace.samples) out += sample_json(s, false).dump() + "\n";
-  for (const auto& s : trace.buffered) out += sample_json(s, true).dump() + "\n";
+  std::string out = dump_json(header) + "\n";
+  for (const auto& s : trace.samples) out += dump_json(sample_json(s, false)) + "\n";
+  for (const auto& s : trace.buffered) out += dump_json(sample_json(s, true)) + "\n";
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "gpufeed/error.hpp"
+#include "gpufeed/text.hpp"
 #include "gpufeed/loader/sample_source.hpp"
 #include "gpufeed/thread_cpu.hpp"
 
@@ -21,7 +23,8 @@ namespace {
 bool parse_ms(std::string_view text, double& out) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc() && ptr == end && out >= 0;
+  // An hour per step at most: inf or 1e308 would overflow the sleep.
+  return ec == std::errc() && ptr == end && std::isfinite(out) && out >= 0 && out <= 3.6e6;
 }
 
 class SleepStep final : public StepRunner {
@@ -211,8 +214,8 @@ StepTime parse_step_time(const std::string& text) {
   const bool ok = parse_ms(mean, t.mean_ms) &&
                   (colon == std::string::npos || parse_ms(std::string_view(text).substr(colon + 1), t.spread_ms));
   if (!ok) {
-    throw usage_error(fmt::format("--step-ms \"{}\" is not a step time", text),
-                      "give milliseconds, e.g. 40, or a mean and spread, e.g. 40:5");
+    throw usage_error(fmt::format("--step-ms \"{}\" is not a step time", printable(text)),
+                      "give milliseconds from 0 to 3600000, e.g. 40, or a mean and spread, e.g. 40:5");
   }
   return t;
 }

@@ -1,6 +1,8 @@
 // gpufeed.config/v1: to and from JSON, and the Python snippet (config.hpp).
 #include "gpufeed/tune/config.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "gpufeed/error.hpp"
@@ -28,6 +30,23 @@ T get(const Json& j, const char* key, const std::string& where) {
   } catch (const nlohmann::json::exception&) {
     throw usage_error(fmt::format("{}: \"{}\" has the wrong type", where, key), "write the config with gpufeed tune");
   }
+}
+
+// A section the config must have: an object under `key`.
+const Json& section(const Json& doc, const char* key, const std::string& source) {
+  if (!doc.contains(key)) throw usage_error(fmt::format("{}: \"{}\" is missing", source, key), "write the config with gpufeed tune");
+  const Json& j = doc.at(key);
+  if (!j.is_object()) throw usage_error(fmt::format("{}: \"{}\" is not an object", source, key), "write the config with gpufeed tune");
+  return j;
+}
+
+// A number read from a config is finite and in its range, or the field is named.
+template <typename T>
+void check_range(T value, double lo, double hi, const char* field, const std::string& source) {
+  const double v = static_cast<double>(value);
+  if (std::isfinite(v) && v >= lo && v <= hi) return;
+  throw usage_error(fmt::format("{}: {} is {}, outside {:g} to {:g}", source, field, value, lo, hi),
+                    "write the config with gpufeed tune");
 }
 
 template <typename T>
@@ -126,8 +145,8 @@ TunedConfig parse_config(const Json& doc, const std::string& source);
 TunedConfig config_from_json(const Json& doc, const std::string& source) {
   try {
     return parse_config(doc, source);
-  } catch (const nlohmann::json::exception& e) {
-    throw usage_error(fmt::format("{} is not a valid gpufeed config: {}", source, e.what()),
+  } catch (const nlohmann::json::exception&) {
+    throw usage_error(fmt::format("{} is not a valid gpufeed config: a field has the wrong type", source),
                       "write the config with gpufeed tune");
   }
 }
@@ -140,16 +159,16 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
                       "this gpufeed reads gpufeed.config/v1: write the config again with this version's gpufeed tune");
   }
   TunedConfig c;
-  const Json& dl = doc.at("dataloader");
+  const Json& dl = section(doc, "dataloader", source);
   c.chosen.workers = get<int>(dl, "num_workers", source);
   c.chosen.prefetch_factor = get<int>(dl, "prefetch_factor", source);
   c.chosen.pin_memory = get<bool>(dl, "pin_memory", source);
   c.batch_size = get<int>(dl, "batch_size", source);
   c.drop_last = get_or<bool>(dl, "drop_last", true);
   c.persistent_workers = get_or<bool>(dl, "persistent_workers", true);
-  if (c.chosen.workers < 0 || c.chosen.prefetch_factor < 1 || c.batch_size < 1) {
-    throw usage_error(fmt::format("{}: dataloader values out of range", source));
-  }
+  check_range(c.chosen.workers, 0, 4096, "dataloader.num_workers", source);
+  check_range(c.chosen.prefetch_factor, 1, 65536, "dataloader.prefetch_factor", source);
+  check_range(c.batch_size, 1, 1048576, "dataloader.batch_size", source);
   for (const auto& r : doc.value("ranks", Json::array())) {
     RankBinding b;
     b.rank = get_or<int>(r, "rank", 0);
@@ -167,8 +186,9 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
                        get_or<std::uint64_t>(a, "samples", 0), get_or<double>(a, "share_of_dataset", 0),
                        get_or<double>(a, "predicted_gain", 0), get_or<std::string>(a, "because", "")});
   }
-  const Json& p = doc.at("prediction");
+  const Json& p = section(doc, "prediction", source);
   c.prediction.samples_per_s = get<double>(p, "samples_per_s", source);
+  check_range(c.prediction.samples_per_s, 0, 1e12, "prediction.samples_per_s", source);
   if (p.contains("interval") && p["interval"].is_array() && p["interval"].size() == 2) {
     c.prediction.low = p["interval"][0].get<double>();
     c.prediction.high = p["interval"][1].get<double>();
@@ -231,6 +251,10 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.workload.image_size = get_or<int>(w, "image_size", 224);
   c.workload.sample_bytes = get_or<std::uint64_t>(w, "sample_bytes", 0);
   c.workload.ranks = get_or<int>(w, "ranks", 1);
+  check_range(c.workload.ranks, 1, 1024, "workload.ranks", source);
+  check_range(c.workload.cpu_us, 0, 1e7, "workload.cpu_us", source);
+  check_range(c.workload.step_cpu_ms, 0, 3.6e6, "workload.step_cpu_ms", source);
+  check_range(c.workload.image_size, 1, 16384, "workload.image_size", source);
   const Json m = doc.value("machine", Json::object());
   c.machine.hostname = get_or<std::string>(m, "hostname", "");
   c.machine.cpu_model = get_or<std::string>(m, "cpu_model", "");
