@@ -17,6 +17,9 @@
 #include <thread>
 
 #include "gpufeed/diagnose/mounts.hpp"
+#include "gpufeed/error.hpp"
+#include "gpufeed/text.hpp"
+#include "gpufeed/loader/os_hooks.hpp"
 #include "gpufeed/process_view.hpp"
 
 namespace gpufeed::loader {
@@ -75,7 +78,7 @@ class LocalSource final : public SampleSource {
     std::string failure;
     std::mutex failure_mu;
     auto work = [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < keys.size() && !failed;) {
+      for (std::size_t i; (i = next.fetch_add(1)) < keys.size() && !failed && !stop_requested();) {
         struct stat st {};
         const bool stat_failed = ::stat(path_of(keys[i]).c_str(), &st) != 0;
         if (stat_failed || !S_ISREG(st.st_mode)) {
@@ -92,6 +95,7 @@ class LocalSource final : public SampleSource {
     const int n = std::clamp<int>(options_.list_threads, 1, static_cast<int>(std::max<std::size_t>(keys.size(), 1)));
     for (int t = 0; t < n; ++t) threads.emplace_back(work);
     for (auto& t : threads) t.join();
+    if (stop_requested()) throw interrupted_listing(keys.size());
     if (failed) {
       throw usage_error(fmt::format("cannot list the dataset: {}", failure),
                         manifest_ ? "fix or remove that line of the manifest" : "check the dataset's permissions");
@@ -170,12 +174,20 @@ class LocalSource final : public SampleSource {
                        "fix or remove the file, or pass --skip-bad to count and skip bad samples");
   }
 
+  // Ctrl-C while listing: a slow mount can take minutes, and nothing has
+  // been measured yet.
+  Error interrupted_listing(std::size_t files) const {
+    return runtime_error(fmt::format("interrupted while listing {} ({} files so far): nothing measured",
+                                     options_.path.string(), files));
+  }
+
   std::vector<std::string> walk() const {
     std::vector<std::string> keys;
     std::error_code ec;
     fs::recursive_directory_iterator it(options_.path, fs::directory_options::skip_permission_denied, ec);
     if (ec) throw usage_error(fmt::format("cannot read the dataset directory {}: {}", options_.path.string(), ec.message()));
     for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (stop_requested()) throw interrupted_listing(keys.size());
       if (ec) throw runtime_error(fmt::format("cannot walk {}: {}", options_.path.string(), ec.message()));
       const auto name = it->path().filename().string();
       if (!name.empty() && name[0] == '.') {  // hidden files and directories are not samples
@@ -228,7 +240,8 @@ std::unique_ptr<SampleSource> open_local_source(const LocalOptions& options) {
   }
   if (fs::is_directory(status)) return std::make_unique<LocalSource>(options, false);
   if (fs::is_regular_file(status)) return std::make_unique<LocalSource>(options, true);
-  throw usage_error(fmt::format("--data {} is neither a directory nor a manifest file", options.path.string()));
+  throw usage_error(fmt::format("--data {} is neither a directory nor a manifest file", printable(options.path.string())),
+                    "give a dataset directory, or a file that lists one sample path per line");
 }
 
 }  // namespace gpufeed::loader

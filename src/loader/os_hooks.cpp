@@ -4,11 +4,17 @@
 #include <sched.h>
 #include <csignal>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
 
 #include "gpufeed/error.hpp"
 
@@ -33,12 +39,68 @@ std::uint64_t peak_rss_bytes() {
   return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is in KiB on Linux
 }
 
+namespace {
+
+std::optional<std::uint64_t> read_number(const std::string& path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word)) return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
+  if (ec != std::errc() || ptr != word.data() + word.size()) return std::nullopt;  // "max"
+  return v;
+}
+
+// The threads of every process on the system: /proc/loadavg's "running/total".
+std::uint64_t system_threads() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c, tasks;
+  if (!(in >> a >> b >> c >> tasks)) return 0;
+  const auto slash = tasks.find('/');
+  return slash == std::string::npos ? 0 : std::strtoull(tasks.c_str() + slash + 1, nullptr, 10);
+}
+
+// This process's cgroup v2 directory ("0::/path" in /proc/self/cgroup).
+std::string cgroup_dir() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + line.substr(3);
+  }
+  return {};
+}
+
+}  // namespace
+
+ThreadHeadroom thread_headroom() {
+  ThreadHeadroom h;
+  auto consider = [&h](std::uint64_t limit, std::uint64_t used, const std::string& name) {
+    const std::uint64_t left = limit > used ? limit - used : 0;
+    if (left < h.threads) h.threads = left, h.limit = name;
+  };
+  const std::uint64_t running = system_threads();
+  if (const auto max = read_number("/proc/sys/kernel/threads-max")) consider(*max, running, "kernel.threads-max");
+  if (const auto max = read_number("/proc/sys/kernel/pid_max")) consider(*max, running, "kernel.pid_max");
+  struct rlimit rl {};
+  // Root is not held to RLIMIT_NPROC; every other user counts all its threads.
+  if (::geteuid() != 0 && getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    consider(static_cast<std::uint64_t>(rl.rlim_cur), running, "ulimit -u (RLIMIT_NPROC)");
+  }
+  if (const std::string dir = cgroup_dir(); !dir.empty()) {
+    if (const auto max = read_number(dir + "/pids.max")) {
+      consider(*max, read_number(dir + "/pids.current").value_or(0), "the cgroup's pids.max");
+    }
+  }
+  return h;
+}
+
 }  // namespace gpufeed::loader
 
 namespace gpufeed::loader {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<int> g_depth{0};  // StopOnSignal scopes alive
 struct sigaction g_old_int {};
 struct sigaction g_old_term {};
 
@@ -47,6 +109,7 @@ void on_stop(int) { g_stop.store(true); }
 }  // namespace
 
 StopOnSignal::StopOnSignal() {
+  if (g_depth.fetch_add(1) > 0) return;  // the outer scope's handlers and flag hold
   g_stop.store(false);
   struct sigaction sa {};
   sa.sa_handler = on_stop;
@@ -56,10 +119,13 @@ StopOnSignal::StopOnSignal() {
 }
 
 StopOnSignal::~StopOnSignal() {
+  if (g_depth.fetch_sub(1) > 1) return;
   sigaction(SIGINT, &g_old_int, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
 }
 
 const std::atomic<bool>& StopOnSignal::flag() const { return g_stop; }
+
+bool stop_requested() { return g_depth.load() > 0 && g_stop.load(); }
 
 }  // namespace gpufeed::loader

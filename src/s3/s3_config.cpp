@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "gpufeed/input_file.hpp"
 
 namespace gpufeed::loader::s3 {
 namespace {
@@ -45,12 +48,12 @@ std::string aws_file(const S3Options& options, const std::string& variable, cons
   return home.empty() ? std::string() : home + "/.aws/" + name;
 }
 
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// nullopt when the file is not there; a directory or device in its place is
+// a usage error naming it (read as empty, it would hide every profile).
+std::optional<std::string> read_text(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  return read_input_file(path, {what, "point AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE at a file, or unset it"});
 }
 
 std::string profile_name(const S3Options& options) {
@@ -77,7 +80,7 @@ Credentials from_profile(const S3Options& options) {
         "AWS_SHARED_CREDENTIALS_FILE nor HOME is set to find the credentials file",
         std::string(kCredentialsHint));
   }
-  const auto text = read_text(path);
+  const auto text = read_text(path, "the S3 credentials file");
   if (!text) {
     throw usage_error(fmt::format("no S3 credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set, and "
                                   "the credentials file {} cannot be read",
@@ -166,7 +169,7 @@ std::string resolve_region(const S3Options& options) {
   }
   if (region.empty()) {
     const auto path = aws_file(options, "AWS_CONFIG_FILE", "config");
-    if (const auto text = path.empty() ? std::nullopt : read_text(path)) {
+    if (const auto text = path.empty() ? std::nullopt : read_text(path, "the AWS config file")) {
       const auto sections = parse_ini(*text);
       const auto profile = profile_name(options);
       for (const auto& name : {"profile " + profile, profile}) {

@@ -4,12 +4,17 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <future>
 #include <fstream>
 #include <memory>
 
 #include "gpufeed/loader/basic_steps.hpp"
+#include "gpufeed/error.hpp"
 #include "gpufeed/loader/local_source.hpp"
+#include "gpufeed/loader/os_hooks.hpp"
 #include "gpufeed/loader/pipeline.hpp"
 #include "gpufeed/loader/storage_table.hpp"
 #include "support/latencyfs_mount.hpp"
@@ -163,6 +168,30 @@ std::unique_ptr<testing::LatencyFsMount> slow_files(TempDir& dir, int files, dou
   for (int i = 0; i < files; ++i) dir.write(fmt::format("source/f{:03d}.bin", i), std::string(50 * 1024, 'x'));
   return std::make_unique<testing::LatencyFsMount>(dir / "source", dir / "mnt",
                                                    testing::LatencyFsOptions{.lookup_ms = lookup_ms});
+}
+
+// Listing a slow mount (minutes for a large dataset) honours Ctrl-C: the
+// walk and the parallel stats check the stop flag, and the listing ends
+// within a second of the signal, whether it came before or during it.
+TEST(LocalSourceOnFuse, ListingEndsWithinASecondOfCtrlC) {
+  if (auto why = testing::LatencyFsMount::unavailable_reason()) GTEST_SKIP() << *why;
+  TempDir dir;
+  const auto mount = slow_files(dir, 640, 200);  // 640 stats of 200 ms on 32 threads: 4 s
+  auto src = open_local_source({mount->path()});
+  StopOnSignal stop;
+  auto listing = std::async(std::launch::async, [&] { return src->list(); });
+  const auto signalled = std::chrono::steady_clock::now();
+  std::raise(SIGINT);
+  ASSERT_EQ(listing.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  try {
+    listing.get();
+    FAIL() << "the listing ran to its end after Ctrl-C";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Runtime);
+    EXPECT_NE(std::string(e.what()).find("interrupted while listing"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(took, 1.0);
 }
 
 TEST(StorageTableOnFuse, StatLatencyIsTheInjectedLookupDelay) {

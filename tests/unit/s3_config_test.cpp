@@ -138,6 +138,19 @@ TEST(S3Credentials, MissingProfileOrFieldIsNamed) {
   EXPECT_NE(text.find("profile 'nope' is not in " + (home / ".aws/credentials").string()), std::string::npos) << text;
 }
 
+// A directory where the credentials file should be is named as such (read
+// as empty, it said "profile 'default' is not in" the directory).
+TEST(S3Credentials, ACredentialsPathThatIsADirectoryIsNamed) {
+  TempDir home;
+  std::filesystem::create_directories(home / "creds.d");
+  S3Options options = base_options();
+  options.env = {{"AWS_SHARED_CREDENTIALS_FILE", (home / "creds.d").string()}};
+  const auto text = usage_error_text([&] { resolve_credentials(options); });
+  EXPECT_NE(text.find("the S3 credentials file " + (home / "creds.d").string() + " is a directory"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("profile 'default' is not in"), std::string::npos) << text;
+}
+
 TEST(S3Region, OptionThenEnvironmentThenConfigFileThenDefault) {
   TempDir home;
   home.write(".aws/config", "[default]\nregion = ap-south-1\n[profile work]\nregion = eu-north-1\n");

@@ -90,8 +90,16 @@ class Pipeline {
   ~Pipeline() { shut_down(); }
 
   LoaderFigures run() {
+    // Start-up honours the stop flag too: thousands of buffers or threads
+    // take long enough for a Ctrl-C to land in them.
     allocate();
-    start_threads();
+    if (!stop_requested()) start_threads();
+    if (stop_requested()) {
+      stopped_early_ = true;
+      shut_down();
+      if (failure_) std::rethrow_exception(failure_);
+      return figures();
+    }
     for (std::size_t i = 0; i < in_flight_limit(); ++i) issue_next();
     run_steps();
     shut_down();
@@ -110,7 +118,7 @@ class Pipeline {
   // the next batch is issued, as PyTorch issues an index when it yields one.
   void allocate() {
     const std::size_t count = in_flight_limit() + (transfers_ ? 0 : 1);
-    for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t i = 0; i < count && !stop_requested(); ++i) {
       if (cfg_.pin_memory && transfers_) {
         buffers_.push_back(run_.device.allocate_pinned(batch_bytes_));
       } else {
@@ -130,7 +138,7 @@ class Pipeline {
     queues_.resize(static_cast<std::size_t>(cfg_.workers));
     worker_cv_ = std::vector<std::condition_variable>(static_cast<std::size_t>(cfg_.workers));
     thread_figures_.resize(static_cast<std::size_t>(cfg_.workers) * static_cast<std::size_t>(cfg_.io_depth));
-    for (int w = 0; w < cfg_.workers; ++w) threads_.emplace_back([this, w] { worker_main(w); });
+    for (int w = 0; w < cfg_.workers && !stop_requested(); ++w) threads_.emplace_back([this, w] { worker_main(w); });
     // Without a transfer (cpu backend) the step loop takes ready batches
     // itself: a thread hand-off less per batch.
     if (transfers_) threads_.emplace_back([this] { transfer_main(); });
