@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <iostream>
 
@@ -97,6 +99,19 @@ void refuse_extras(const CLI::App& app) {
                     fmt::format("see '{}' for the options", help));
 }
 
+// A report that did not reach stdout (a full disk, a closed pipe) is a
+// failed run, whatever the command concluded.
+int finish(int code, Io& io) {
+  errno = 0;
+  io.out.flush();
+  if (!io.out) {
+    const int err = errno;
+    throw runtime_error(fmt::format("cannot write standard output: {}", err ? std::strerror(err) : "the write failed"),
+                        "check where stdout goes (a full disk, a closed pipe)");
+  }
+  return code;
+}
+
 }  // namespace
 
 Io process_io() {
@@ -151,13 +166,14 @@ int run(const std::vector<std::string>& args, Io& io) {
     }
 
     Context ctx{io, style_for(io)};
-    if (help->parsed()) return run_help(app, help_topic, io);
+    if (help->parsed()) return finish(run_help(app, help_topic, io), io);
     for (auto& command : commands) {
-      if (command.app->parsed()) return command.run(ctx);
+      if (command.app->parsed()) return finish(command.run(ctx), io);
     }
     io.out << app.help();  // no command: show what there is
-    return 0;
+    return finish(0, io);
   } catch (...) {
+    io.out.flush();
     return report_failure(std::current_exception(), io.err);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "bench_setup.hpp"
 #include "context.hpp"
+#include "option_values.hpp"
 #include "gpufeed/loader/bench_report.hpp"
 #include "gpufeed/loader/cache.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
@@ -86,11 +87,37 @@ void check_options(BenchOptions& o) {
   if (!o.mem_budget.empty()) o.config.mem_budget_bytes = parse_size(o.mem_budget, "--mem-budget");
 }
 
+// Without --mem-budget, the loader's buffers get what probe's budget gives a
+// rank, as tune's candidates do: a typo in --prefetch fails at once instead
+// of filling the machine's memory.
+void apply_default_budget(BenchOptions& o, const Io& io) {
+  if (o.config.mem_budget_bytes > 0) return;
+  const ProbeReport probe = probe_this_host(io);
+  for (const auto& rank : probe.budget.ranks) {
+    if (rank.prefetch_bytes > 0 && (o.config.mem_budget_bytes == 0 || rank.prefetch_bytes < o.config.mem_budget_bytes)) {
+      o.config.mem_budget_bytes = rank.prefetch_bytes;
+    }
+  }
+}
+
+// Every worker (and each of its io-depth fetches) is a thread: refused
+// before the first starts when the system's limits would stop one midway.
+void check_thread_limits(const loader::LoaderConfig& config) {
+  const std::uint64_t needed = static_cast<std::uint64_t>(config.workers) * static_cast<std::uint64_t>(config.io_depth) + 8;
+  const loader::ThreadHeadroom headroom = loader::thread_headroom();
+  if (needed <= headroom.threads) return;
+  throw usage_error(fmt::format("--workers {} x --io-depth {} needs about {} threads; {} allows {} more", config.workers,
+                                config.io_depth, needed, headroom.limit, headroom.threads),
+                    "lower --workers or --io-depth");
+}
+
 int run_bench(BenchOptions& o, Context& ctx) {
   check_options(o);
   ctx.check_json_target(o.output);
   if (o.storage_only) return run_storage_only(o, ctx);
 
+  apply_default_budget(o, ctx.io);
+  check_thread_limits(o.config);
   loader::BenchReport report;
   std::vector<int> cpus;
   if (o.bind) cpus = rank_worker_cpus(ctx.io, o.rank, report.setup.worker_cpus);
@@ -108,6 +135,7 @@ int run_bench(BenchOptions& o, Context& ctx) {
   }
 
   loader::StopOnSignal stop;
+  const auto started = std::chrono::steady_clock::now();
   ProgressLine progress(ctx.io, ctx.io.err_is_tty && !o.output.quiet);
   loader::LoaderRun run{*source, samples, *transform, *device, *step, o.config, {}, {}};
   if (o.duration_s > 0) run.limits.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(o.duration_s * 1e9));
@@ -119,6 +147,10 @@ int run_bench(BenchOptions& o, Context& ctx) {
 
   report.figures = loader::run_loader(run);
   progress.clear();
+  if (report.figures.stopped_early && report.figures.total_batches == 0) {
+    throw runtime_error(fmt::format("bench was interrupted after {:.1f} s, before its first batch: nothing measured",
+                                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()));
+  }
   report.setup.source = source->describe();
   report.setup.storage_type = source->storage_type();
   report.setup.dataset_samples = samples.size();
@@ -163,27 +195,34 @@ Command add_bench_command(CLI::App& app) {
                                "or synthetic:PRESET[,key=value...] (presets: memory, local-nvme, nfs, s3fs, s3)")
                    ->type_name("SOURCE");
   data->required();
-  cmd->add_option("--workers", o->config.workers, "DataLoader num_workers")->default_val(4)->group("Loader");
-  cmd->add_option("--prefetch", o->config.prefetch_factor, "DataLoader prefetch_factor")->default_val(2)->group("Loader");
-  cmd->add_option("--batch-size", o->config.batch_size, "Samples per batch")->default_val(32)->group("Loader");
+  cmd->add_option("--workers", o->config.workers, "DataLoader num_workers")
+      ->check(whole_in("--workers", {1, 4096, "workers", false, "8"}))->default_val(4)->group("Loader");
+  cmd->add_option("--prefetch", o->config.prefetch_factor, "DataLoader prefetch_factor")
+      ->check(whole_in("--prefetch", {1, 65536, "batches per worker", false, "4"}))->default_val(2)->group("Loader");
+  cmd->add_option("--batch-size", o->config.batch_size, "Samples per batch")
+      ->check(whole_in("--batch-size", {1, 1048576, "samples", false, "64"}))->default_val(32)->group("Loader");
   cmd->add_option("--io-depth", o->config.io_depth, "Fetches one worker overlaps within its batch (1 = like PyTorch)")
-      ->default_val(1)->group("Loader");
+      ->check(whole_in("--io-depth", {1, 256, "fetches", false, "4"}))->default_val(1)->group("Loader");
   cmd->add_flag("--no-pin-memory", o->no_pin, "Collate into pageable memory (pin_memory=False)")->group("Loader");
   cmd->add_flag("--shuffle", o->config.shuffle, "Seeded shuffle per epoch (default: dataset order)")->group("Loader");
-  cmd->add_option("--seed", o->config.seed, "Seed for shuffle and step-time draws")->default_val(0)->group("Loader");
+  cmd->add_option("--seed", o->config.seed, "Seed for shuffle and step-time draws")
+      ->check(whole_in("--seed", {0, 9.2e18, "", false, "7"}))->default_val(0)->group("Loader");
   cmd->add_flag("--skip-bad", o->config.skip_bad, "Count and skip unreadable or corrupt samples instead of stopping")
       ->group("Loader");
-  cmd->add_option("--mem-budget", o->mem_budget, "Refuse configs whose page-locked buffers exceed this (e.g. 8GiB)")
-      ->type_name("SIZE")->group("Loader");
+  cmd->add_option("--mem-budget", o->mem_budget, "Refuse configs whose page-locked buffers exceed this (default: probe's prefetch budget per rank)")
+      ->check(size_value("--mem-budget"))->type_name("SIZE")->group("Loader");
   cmd->add_flag("--bind", o->bind, "Bind workers to the NUMA-local cores of --rank's GPU (from gpufeed probe)")
       ->group("Loader");
-  cmd->add_option("--rank", o->rank, "Rank (GPU) whose worker cores --bind uses")->default_val(0)->group("Loader");
+  cmd->add_option("--rank", o->rank, "Rank (GPU) whose worker cores --bind uses")
+      ->check(whole_in("--rank", {0, 4095, "", false, "1"}))->default_val(0)->group("Loader");
 
   cmd->add_option("--decode", o->work.decode, "Per-sample work: none (copy bytes) or jpeg (decode + crop + resize)")
-      ->default_val("none")->group("Per sample");
+      ->check(one_of("--decode", {"none", "jpeg"}))->default_val("none")->group("Per sample");
   cmd->add_option("--cpu-us", o->work.cpu_us, "Per-sample CPU work in microseconds (emulates decode)")
+      ->check(real_in("--cpu-us", {0, 1e7, "microseconds", false, "500"}))
       ->group("Per sample");
-  cmd->add_option("--image-size", o->work.image_size, "--decode jpeg: output side in pixels")->default_val(224)
+  cmd->add_option("--image-size", o->work.image_size, "--decode jpeg: output side in pixels")
+      ->check(whole_in("--image-size", {1, 16384, "pixels", false, "224"}))->default_val(224)
       ->group("Per sample");
   cmd->add_flag("--full-decode", o->work.full_decode,
                 "--decode jpeg: decode at full size, as PIL and torchvision do (default: DCT-scaled, like PIL's draft mode)")
@@ -191,44 +230,52 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--crop", o->work.crop,
                   "--decode jpeg: center (Resize + CenterCrop 87.5%), random-resized (RandomResizedCrop) or whole "
                   "(Resize((h, w)), as PIL's Image.resize((w, h)): the whole image, aspect not kept)")
-      ->default_val("center")->check(CLI::IsMember({"center", "random-resized", "whole"}))->group("Per sample");
+      ->default_val("center")->check(one_of("--crop", {"center", "random-resized", "whole"}))->group("Per sample");
   cmd->add_option("--filter", o->work.filter,
                   "--decode jpeg: resize filter: fast (2-tap), bilinear or bicubic (antialiased, the CPU cost of "
                   "PIL's Image.resize and torchvision's Resize; PIL's default is bicubic)")
-      ->default_val("fast")->group("Per sample");
+      ->check(one_of("--filter", {"fast", "bilinear", "bicubic"}))->default_val("fast")->group("Per sample");
   cmd->add_option("--sample-bytes", o->work.sample_bytes, "--decode none: bytes per sample in the batch "
                                                           "(default: the largest sample)")
-      ->type_name("SIZE")->group("Per sample");
+      ->check(size_value("--sample-bytes"))->type_name("SIZE")->group("Per sample");
 
   cmd->add_option("--device", o->device.device, "Where batches go: auto, cuda, hip, host (no GPU: a copy thread plays the DMA engine) or cpu (training on the CPU: no copy)")
-      ->default_val("auto")->group("Step");
+      ->check(one_of("--device", {"auto", "cuda", "hip", "host", "cpu"}))->default_val("auto")->group("Step");
   cmd->add_option("--step-ms", o->device.step_ms, "Simulated training step: MS or MEAN:SPREAD (0 = loader alone)")
-      ->default_val("0")->group("Step");
+      ->check(step_time_value("--step-ms"))->default_val("0")->group("Step");
   cmd->add_option("--model", o->device.model, "TorchScript model run per batch (forward + backward) by LibTorch")
-      ->type_name("FILE.pt")->group("Step");
+      ->check(input_path("--model", {"TorchScript model", "give a file saved with torch.jit.save"}))->type_name("FILE.pt")->group("Step");
 
-  cmd->add_option("--duration", o->duration_s, "Seconds to run (default 20 unless --batches)")->group("Run");
-  cmd->add_option("--batches", o->batches, "Steps to run")->group("Run");
-  cmd->add_option("--warmup", o->warmup, "Steps left out of the figures (default prefetch x workers)")->group("Run");
+  cmd->add_option("--duration", o->duration_s, "Seconds to run (default 20 unless --batches)")
+      ->check(real_in("--duration", {0, 604800, "seconds", true, "20"}))->group("Run");
+  cmd->add_option("--batches", o->batches, "Steps to run")
+      ->check(whole_in("--batches", {1, 1e12, "steps", false, "500"}))->group("Run");
+  cmd->add_option("--warmup", o->warmup, "Steps left out of the figures (default prefetch x workers)")
+      ->check(whole_in("--warmup", {0, 1e12, "steps", false, "16"}))->group("Run");
 
   cmd->add_option("--s3-endpoint", o->data.s3_endpoint, "S3-compatible endpoint URL (default: AWS)")->group("S3");
   cmd->add_option("--s3-region", o->data.s3_region, "Region (default: AWS_REGION, profile, us-east-1)")->group("S3");
   cmd->add_option("--s3-profile", o->data.s3_profile, "Profile in ~/.aws/credentials")->group("S3");
-  cmd->add_option("--s3-connections", o->data.s3_connections, "Requests in flight at most")->default_val(64)
+  cmd->add_option("--s3-connections", o->data.s3_connections, "Requests in flight at most")
+      ->check(whole_in("--s3-connections", {1, 1024, "connections", false, "64"}))->default_val(64)
       ->group("S3");
 
   cmd->add_option("--cache-mem", o->data.cache_mem, "In-memory LRU cache tier of this size (e.g. 2GiB)")
-      ->type_name("SIZE")->group("Cache");
+      ->check(size_value("--cache-mem"))->type_name("SIZE")->group("Cache");
   cmd->add_option("--cache-dir", o->data.cache_dir, "Local SSD cache tier in this directory")->group("Cache");
-  cmd->add_option("--cache-size", o->data.cache_size, "Size bound of the SSD tier")->default_val("10GiB")
+  cmd->add_option("--cache-size", o->data.cache_size, "Size bound of the SSD tier")
+      ->check(size_value("--cache-size"))->default_val("10GiB")
       ->type_name("SIZE")->group("Cache");
 
   cmd->add_flag("--storage-only", o->storage_only, "Measure the storage alone: stat/open/read latency, MB/s and IOPS "
                                                    "at each --concurrency")->group("Storage");
   cmd->add_option("--concurrency", o->concurrency, "Concurrency levels for --storage-only")->delimiter(',')
+      ->check(whole_in("--concurrency", {1, 1024, "requests in flight", false, "1,4,16"}))
       ->default_str("1,4,16,64")->group("Storage");
-  cmd->add_option("--level-seconds", o->level_s, "Time per concurrency level")->default_val(2)->group("Storage");
-  cmd->add_option("--level-samples", o->level_samples, "Samples per concurrency level at most")->default_val(2000)
+  cmd->add_option("--level-seconds", o->level_s, "Time per concurrency level")
+      ->check(real_in("--level-seconds", {0, 3600, "seconds", true, "2"}))->default_val(2)->group("Storage");
+  cmd->add_option("--level-samples", o->level_samples, "Samples per concurrency level at most")
+      ->check(whole_in("--level-samples", {1, 1e9, "samples", false, "2000"}))->default_val(2000)
       ->group("Storage");
   add_output_options(*cmd, o->output);
   cmd->footer(

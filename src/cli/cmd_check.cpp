@@ -3,10 +3,13 @@
 // prediction by more than --tolerance (docs/tune.md).
 #include <fmt/format.h>
 
-#include <fstream>
+#include <chrono>
 
 #include "bench_setup.hpp"
 #include "context.hpp"
+#include "gpufeed/input_file.hpp"
+#include "gpufeed/text.hpp"
+#include "option_values.hpp"
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
@@ -26,6 +29,7 @@ struct CheckOptions {
   double seconds = 10;
   std::string data;    // overrides the config's dataset
   std::string device = "auto";
+  std::string exec;  // the job to run, given here: a config never runs a command by itself
   OutputOptions output;
 };
 
@@ -35,19 +39,34 @@ struct CheckItem {
   std::string detail;
 };
 
+constexpr InputRole kConfigRole{"the config", "give the file gpufeed tune wrote"};
+
 Json load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw usage_error(fmt::format("cannot read the config {}", path), "give the file gpufeed tune wrote");
-  try {
-    return Json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw usage_error(fmt::format("the config {} is not JSON: {}", path, e.what()));
+  return parse_json_text(read_input_file(path, kConfigRole), "the config", path, kConfigRole.hint);
+}
+
+// A config names the job it was tuned on (workload.exec), but configs are
+// committed and edited: check runs only the command its own command line
+// gives, and says so before it runs it.
+std::string job_to_run(const tune::TunedConfig& c, const CheckOptions& o) {
+  if (c.workload.target != "exec") {
+    if (!o.exec.empty()) {
+      throw usage_error(fmt::format("--exec: the config {} was tuned on gpufeed's built-in loader, not a job",
+                                    printable(o.config_path)),
+                        "drop --exec");
+    }
+    return {};
   }
+  if (o.exec.empty()) {
+    throw usage_error(fmt::format("the config {} measures a job (workload.exec: '{}'), and check runs no command "
+                                  "from a file",
+                                  printable(o.config_path), printable(c.workload.exec)),
+                      "review it, then give it on check's own command line: --exec '" + printable(c.workload.exec) + "'");
+  }
+  return o.exec;
 }
 
 int run_check(CheckOptions& o, Context& ctx) {
-  if (o.tolerance < 0 || o.tolerance >= 1) throw usage_error("--tolerance must be in [0, 1)", "e.g. 0.1 for 10%");
-  if (o.seconds <= 0) throw usage_error("--seconds must be positive");
   ctx.check_json_target(o.output);
   const Json doc = load(o.config_path);
   std::vector<CheckItem> items;
@@ -61,6 +80,7 @@ int run_check(CheckOptions& o, Context& ctx) {
   } else {
     config = tune::config_from_json(doc, o.config_path);
   }
+  const std::string exec = config ? job_to_run(*config, o) : std::string();
 
   if (config) {
     const auto& c = *config;
@@ -96,8 +116,9 @@ int run_check(CheckOptions& o, Context& ctx) {
           throw Error(ErrorKind::Privilege, "the config's job is measured by tracing it (metric data-wait), and eBPF is "
                       "not available: " + *why, "run check as root");
         }
+        if (!o.output.quiet) ctx.io.err << "gpufeed check: running your job (--exec): " << printable(exec) << "\n";
         runner = std::make_unique<ExecTrialRunner>(
-            ExecTrialSetup{c.workload.exec, c.workload.metric_regex.empty() ? "samples/s: ([0-9.]+)" : c.workload.metric_regex,
+            ExecTrialSetup{exec, c.workload.metric_regex.empty() ? "samples/s: ([0-9.]+)" : c.workload.metric_regex,
                            c.batch_size, &stop.flag(), std::max(1, c.workload.ranks), 0, data_wait,
                            c.workload.data_wait_step_ms});
       } else {
@@ -127,7 +148,14 @@ int run_check(CheckOptions& o, Context& ctx) {
         setup.stop = &stop.flag();
         runner = std::make_unique<BuiltinTrialRunner>(setup);
       }
+      const auto started = std::chrono::steady_clock::now();
       const auto trial = runner->run(c.chosen, o.seconds);
+      // A cancelled CI job must never pass (nor fail on a part of a run).
+      if (stop.flag().load()) {
+        throw runtime_error(fmt::format("check was interrupted after {:.1f} s; no verdict",
+                                        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()),
+                            "run it again to the end");
+      }
       if (!trial.ok) {
         items.push_back({"throughput", false, "the run failed: " + trial.note});
       } else {
@@ -156,6 +184,7 @@ int run_check(CheckOptions& o, Context& ctx) {
                {"tolerance", o.tolerance},
                {"predicted_samples_per_s", config ? Json(config->prediction.samples_per_s) : Json(nullptr)},
                {"measured_samples_per_s", measured ? Json(*measured) : Json(nullptr)},
+               {"exec", exec.empty() ? Json(nullptr) : Json(exec)},
                {"checks", checks}};
   ctx.emit_json(o.output, make_document("check", inspect_host(ctx.io.host), body, ctx.io.now()));
   if (!pass) {
@@ -173,15 +202,26 @@ Command add_check_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "check", "CI gate: re-measure a config from gpufeed tune on this machine; exit 4 when it does not fit or "
                "falls short of its prediction");
-  cmd->add_option("--config", o->config_path, "The config gpufeed tune wrote")->required()->type_name("FILE");
-  cmd->add_option("--tolerance", o->tolerance, "Allowed shortfall against the prediction")->default_val(0.10);
-  cmd->add_option("--seconds", o->seconds, "How long to measure")->default_val(10);
+  cmd->add_option("--config", o->config_path, "The config gpufeed tune wrote")
+      ->check(input_path("--config", kConfigRole))->required()->type_name("FILE");
+  cmd->add_option("--tolerance", o->tolerance, "Allowed shortfall against the prediction")
+      ->check(real_in("--tolerance", {0, 0.99, "a share", false, "0.1"}))->default_val(0.10);
+  cmd->add_option("--seconds", o->seconds, "How long to measure")
+      ->check(real_in("--seconds", {0, 86400, "seconds", true, "10"}))->default_val(10);
   cmd->add_option("--data", o->data, "Measure on this dataset instead of the config's");
-  cmd->add_option("--device", o->device, "auto, cuda, hip, host or cpu")->default_val("auto");
+  cmd->add_option("--device", o->device, "auto, cuda, hip, host or cpu")
+      ->check(one_of("--device", {"auto", "cuda", "hip", "host", "cpu"}))->default_val("auto");
+  cmd->add_option("--exec", o->exec,
+                  "The job to measure, for a config tuned with tune --exec: check runs no command from the config "
+                  "file itself, so give it here (usually the config's workload.exec)")
+      ->type_name("CMD");
   add_output_options(*cmd, o->output);
   cmd->footer("Exit codes: 0 pass, 4 check failed (too slow, too many workers for this machine's cores, page-locked\n"
-              "memory over the budget, or an unknown config schema), 2 bad input, 1 the run failed.\n\n"
-              "Example:\n  gpufeed check --config gpufeed-config.json --tolerance 0.1 --json check.json");
+              "memory over the budget, or an unknown config schema), 2 bad input, 1 the run failed or was interrupted\n"
+              "(no verdict). A config from tune --exec names its job, but check runs only a command given with\n"
+              "--exec on its own command line.\n\n"
+              "Examples:\n  gpufeed check --config gpufeed-config.json --tolerance 0.1 --json check.json\n"
+              "  gpufeed check --config job-config.json --exec 'python train.py --workers {num_workers}'");
   return {cmd, [o](Context& ctx) { return run_check(*o, ctx); }};
 }
 

@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 
 #include "context.hpp"
+#include "gpufeed/text.hpp"
+#include "option_values.hpp"
+#include "trace_targets.hpp"
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
@@ -14,6 +17,7 @@ struct DiagnoseOptions {
   DiagnoseRequest request;
   bool no_ebpf = false;
   bool require_ebpf = false;
+  bool force = false;
   std::string trace_path;
   std::string fail_on;
   OutputOptions output;
@@ -28,19 +32,16 @@ int run_diagnose(DiagnoseOptions& o, Context& ctx) {
     }
   }
   if (o.no_ebpf && o.require_ebpf) throw usage_error("--no-ebpf and --require-ebpf contradict each other", "give one");
-  if (o.request.sample_hz < 1 || o.request.sample_hz > 100) {
-    throw usage_error(fmt::format("--sample-hz {} is out of range", o.request.sample_hz), "use 1 to 100 (default 10)");
-  }
-  if (o.request.slow_call_ms <= 0) throw usage_error("--slow-ms must be positive", "e.g. --slow-ms 1");
-  if (o.request.samples_per_s && *o.request.samples_per_s <= 0) {
-    throw usage_error("--samples-per-s must be positive", "give the job's samples/s, e.g. --samples-per-s 2400");
-  }
-  if (o.request.gpu_hz < 1 || o.request.gpu_hz > 1000) {
-    throw usage_error(fmt::format("--gpu-hz {} is out of range", o.request.gpu_hz), "use 1 to 1000 (default 10)");
-  }
   o.request.ebpf = o.no_ebpf ? EbpfMode::Off : (o.require_ebpf ? EbpfMode::Required : EbpfMode::Auto);
   ctx.check_json_target(o.output);
-  if (!o.trace_path.empty()) check_output_path(o.trace_path);
+  if (!o.trace_path.empty()) {
+    check_output_path(o.trace_path);
+    if (!o.output.json_path.empty() && o.output.json_path != "-" && same_output_file(o.output.json_path, o.trace_path)) {
+      throw usage_error(fmt::format("--json and --trace both name {}", printable(o.trace_path)),
+                        "give each its own file");
+    }
+  }
+  check_trace_targets(o.request.pids, o.force, ctx.io.host);
 
   SessionIo session_io{ctx.io.host, ctx.io.err, ctx.io.err_is_tty && !o.output.quiet, o.output.quiet};
   DiagnoseOutcome outcome = run_diagnose_session(o.request, session_io);
@@ -50,7 +51,7 @@ int run_diagnose(DiagnoseOptions& o, Context& ctx) {
   HostInfo host = inspect_host(ctx.io.host);
   ctx.emit_json(o.output, make_document("diagnosis", host, to_json(report), ctx.io.now()));
   if (!o.trace_path.empty()) {
-    write_file_atomically(o.trace_path, chrome_trace(report).dump() + "\n");
+    write_output(o.trace_path, dump_json(chrome_trace(report)) + "\n");
     if (!o.output.quiet) ctx.io.out << ctx.style.dim("Timeline written to " + o.trace_path + " (open in Perfetto)") << "\n";
   }
 
@@ -76,30 +77,43 @@ Command add_diagnose_command(CLI::App& app) {
       "Attach to a training job and its DataLoader workers (or launch one), trace syscall latency with eBPF, "
       "sample /proc, and report why the GPUs starve, with evidence and a fix");
   cmd->add_option("--pid", o->request.pids, "Attach to this running process (repeat: one per rank)")
+      ->check(whole_in("--pid", {1, 4194304, "a process id", false, "4242"}))
       ->type_name("PID");
+  cmd->add_flag("--force", o->force, "Trace --pid 1 (init) too: that follows every process of the system");
   cmd->add_option("--duration", o->request.duration_s, "Seconds to trace; Ctrl-C or the job's exit ends earlier")
+      ->check(real_in("--duration", {0, 604800, "seconds", true, "30"}))
       ->default_val(30)
       ->type_name("SEC");
   cmd->add_option("--slow-ms", o->request.slow_call_ms, "Record path and file calls slower than this")
+      ->check(real_in("--slow-ms", {0, 600000, "milliseconds", true, "1"}))
       ->default_val(1.0)
       ->type_name("MS");
   cmd->add_option("--sample-hz", o->request.sample_hz, "How often /proc and PSI are sampled")
+      ->check(real_in("--sample-hz", {1, 100, "samples per second", false, "10"}))
       ->default_val(10)
       ->type_name("HZ");
   cmd->add_flag("--no-ebpf", o->no_ebpf, "Do not trace with eBPF: /proc sampling only (lower confidence)");
   cmd->add_flag("--require-ebpf", o->require_ebpf, "Fail (exit 3) instead of falling back to /proc sampling");
   cmd->add_option("--gpu", o->request.gpu, "GPU sampler: auto (NVML, then rocm-smi), nvml, rocm-smi or none")
+      ->check(one_of("--gpu", {"auto", "nvml", "rocm-smi", "none"}))
       ->default_val("auto")
       ->type_name("BACKEND");
-  cmd->add_option("--gpu-hz", o->request.gpu_hz, "GPU sampling rate")->default_val(10)->type_name("HZ");
+  cmd->add_option("--gpu-hz", o->request.gpu_hz, "GPU sampling rate")
+      ->check(real_in("--gpu-hz", {1, 1000, "samples per second", false, "10"}))
+      ->default_val(10)
+      ->type_name("HZ");
   cmd->add_option("--gpu-trace", o->request.gpu_trace, "Take GPU activity from a 'gpufeed gpu record' file")
+      ->check(input_path("--gpu-trace", {"GPU trace", "give a file written by 'gpufeed gpu record'"}))
       ->type_name("FILE");
   cmd->add_option("--samples-per-s", o->request.samples_per_s,
                   "The job's throughput (as it logs it), to report GPU samples per joule")
+      ->check(real_in("--samples-per-s", {0, 1e9, "samples per second", true, "2400"}))
       ->type_name("N");
   cmd->add_option("--trace", o->trace_path, "Write a timeline (Chrome trace-event JSON, opens in Perfetto)")
+      ->check(output_path("--trace", false))
       ->type_name("FILE");
   cmd->add_option("--fail-on", o->fail_on, "Exit 4 when a finding has this severity or worse")
+      ->check(one_of("--fail-on", {"info", "warning", "critical"}))
       ->type_name("info|warning|critical");
   add_output_options(*cmd, o->output);
   cmd->add_option("command", o->request.command, "The command to launch and trace (after --)")->type_name("CMD");

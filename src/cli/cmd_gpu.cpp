@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 
 #include "context.hpp"
+#include "gpufeed/input_file.hpp"
+#include "gpufeed/loader/os_hooks.hpp"
+#include "option_values.hpp"
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/gpu/activity.hpp"
@@ -21,9 +24,6 @@
 
 namespace gpufeed::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop.store(true); }
 
 struct RecordOptions {
   std::string out;
@@ -44,18 +44,13 @@ int run_record(const RecordOptions& o, Context& ctx) {
                         "run on a node with an NVIDIA (NVML) or AMD (rocm-smi) GPU and its driver");
   }
   // Ctrl-C or SIGTERM ends the recording early; what was sampled is written.
-  g_stop.store(false);
-  struct sigaction sa {}, old_int{}, old_term{};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  loader::StopOnSignal stop;
   const auto start = std::chrono::steady_clock::now();
   auto clock = [start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   GpuTrace trace;
   {
     GpuSamplingThread thread(*opened.sampler, o.hz, clock);
-    while (!g_stop.load() && clock() < o.duration_s) {
+    while (!stop.flag().load() && clock() < o.duration_s) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (ctx.io.err_is_tty && !o.quiet) {
         ctx.io.err << fmt::format("\r\033[K  recording {} GPU(s) with {}: {:.0f}/{:.0f} s", opened.sampler->devices().size(),
@@ -66,10 +61,8 @@ int run_record(const RecordOptions& o, Context& ctx) {
     thread.stop();
     trace = thread.trace();
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   if (ctx.io.err_is_tty && !o.quiet) ctx.io.err << "\r\033[K";
-  write_file_atomically(o.out, write_gpu_trace(trace, inspect_host(ctx.io.host), ctx.io.now()));
+  write_output(o.out, write_gpu_trace(trace, inspect_host(ctx.io.host), ctx.io.now()));
   if (!o.quiet) {
     ctx.io.out << fmt::format("Recorded {} samples of {} GPU(s) with {} over {:.1f} s into {}\n", trace.samples.size(),
                               trace.devices.size(), trace.backend, clock(), o.out);
@@ -107,11 +100,8 @@ Json device_summary(const GpuDevice& d, const GpuActivity& a, bool fine) {
 
 int run_show(const ShowOptions& o, Context& ctx) {
   ctx.check_json_target(o.output);
-  std::ifstream in(o.trace);
-  if (!in) throw usage_error(fmt::format("cannot read GPU trace {}", o.trace), "give a file written by 'gpufeed gpu record'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const GpuTrace trace = read_gpu_trace(text.str(), o.trace);
+  const std::string text = read_input_file(o.trace, {"GPU trace", "give a file written by 'gpufeed gpu record'"});
+  const GpuTrace trace = read_gpu_trace(text, o.trace);
   Json devices = Json::array();
   TextTable table({"GPU", "bus id", "name", "samples", "busy", "idle gaps", "mean gap", "period", "energy"});
   for (const auto& d : trace.devices) {
@@ -144,7 +134,9 @@ int run_show(const ShowOptions& o, Context& ctx) {
 Command add_gpu_show_command(CLI::App& gpu) {
   auto o = std::make_shared<ShowOptions>();
   CLI::App* show = gpu.add_subcommand("show", "Analyse a recorded GPU trace: busy %, idle gaps, period, energy");
-  show->add_option("trace", o->trace, "A file written by 'gpufeed gpu record'")->required()->type_name("FILE");
+  show->add_option("trace", o->trace, "A file written by 'gpufeed gpu record'")
+      ->check(input_path("trace", {"GPU trace", "give a file written by 'gpufeed gpu record'"}))
+      ->required()->type_name("FILE");
   add_output_options(*show, o->output);
   show->footer("Examples:\n  gpufeed gpu show node7.gputrace\n  gpufeed gpu show node7.gputrace --json -");
   return {show, [o](Context& ctx) { return run_show(*o, ctx); }};
@@ -155,11 +147,14 @@ Command add_gpu_command(CLI::App& app) {
   CLI::App* gpu = app.add_subcommand("gpu", "GPU activity tools: record samples on a node to analyse elsewhere");
   gpu->require_subcommand(1);
   CLI::App* record = gpu->add_subcommand("record", "Sample every GPU (busy %, memory, power, temperature) into a trace file");
-  record->add_option("--out", o->out, "The trace file to write (gpufeed.gputrace/v1, JSON Lines)")->type_name("FILE");
-  record->add_option("--duration", o->duration_s, "Seconds to record; Ctrl-C stops early")->default_val(60)->type_name("SEC");
-  record->add_option("--hz", o->hz, "Samples per second")->default_val(10)->type_name("HZ");
+  record->add_option("--out", o->out, "The trace file to write (gpufeed.gputrace/v1, JSON Lines)")
+      ->check(output_path("--out", false))->type_name("FILE");
+  record->add_option("--duration", o->duration_s, "Seconds to record; Ctrl-C stops early")
+      ->check(real_in("--duration", {0, 604800, "seconds", true, "60"}))->default_val(60)->type_name("SEC");
+  record->add_option("--hz", o->hz, "Samples per second")
+      ->check(real_in("--hz", {1, 1000, "samples per second", false, "10"}))->default_val(10)->type_name("HZ");
   record->add_option("--backend", o->backend, "auto (NVML, then rocm-smi), nvml or rocm-smi")
-      ->default_val("auto")
+      ->check(one_of("--backend", {"auto", "nvml", "rocm-smi"}))->default_val("auto")
       ->type_name("BACKEND");
   record->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
   record->footer(

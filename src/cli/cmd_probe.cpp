@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "context.hpp"
+#include "option_values.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
@@ -56,9 +57,11 @@ Command add_probe_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("probe", "Show the machine: topology, GPUs and their NUMA locality, "
                                               "what this process may use, and the CPU/memory budget per GPU");
   cmd->add_option("--topology", req->topology_xml, "Read an hwloc XML export instead of this machine")
+      ->check(input_path("--topology", {"topology file", "give an hwloc XML export, e.g. from 'lstopo --of xml topo.xml'"}))
       ->type_name("FILE.xml");
   cmd->add_flag("--ignore-cgroup", req->ignore_cgroup, "Do not read cgroup CPU and memory limits");
   cmd->add_option("--gpu", req->gpu, "Name GPUs with: auto (NVML, then rocm-smi), nvml, rocm-smi or none")
+      ->check(one_of("--gpu", {"auto", "nvml", "rocm-smi", "none"}))
       ->default_val("auto")
       ->type_name("BACKEND");
   add_output_options(*cmd, req->output);

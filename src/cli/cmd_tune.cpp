@@ -1,5 +1,6 @@
 // `gpufeed tune`: options -> TuneRequest -> run_tune.
 #include "context.hpp"
+#include "option_values.hpp"
 #include "tune_session.hpp"
 
 namespace gpufeed::cli {
@@ -11,11 +12,14 @@ Command add_tune_command(CLI::App& app) {
               "GPUs: measure, model every candidate, verify the best by trials, write a JSON config");
   cmd->add_option("--data", r->data.data, "Dataset: directory, manifest, s3://bucket/prefix or synthetic:PRESET")
       ->type_name("SOURCE");
-  cmd->add_option("--batch-size", r->batch_size, "Samples per batch")->default_val(32);
-  cmd->add_option("--step-ms", r->device.step_ms, "Training step per batch: MS or MEAN:SPREAD")->default_val("0");
+  cmd->add_option("--batch-size", r->batch_size, "Samples per batch")
+      ->check(whole_in("--batch-size", {1, 1048576, "samples", false, "64"}))->default_val(32);
+  cmd->add_option("--step-ms", r->device.step_ms, "Training step per batch: MS or MEAN:SPREAD")
+      ->check(step_time_value("--step-ms"))->default_val("0");
   cmd->add_option("--from", r->from,
                   "Take the step and per-sample CPU from a diagnosis of the real job (gpufeed diagnose --json): the "
                   "loop's time between its data waits, and the CPU its workers and loop spent per sample")
+      ->check(input_path("--from", {"diagnosis", "write one with gpufeed diagnose --json FILE"}))
       ->type_name("DIAGNOSIS.json");
   cmd->add_flag("--pytorch-probe", r->pytorch_probe,
                "--decode jpeg: measure what a stock PyTorch pipeline (PIL decode and resize in a DataLoader "
@@ -27,10 +31,12 @@ Command add_tune_command(CLI::App& app) {
                                          "python3 from PATH)")
       ->type_name("PATH")->group("Per sample");
   cmd->add_option("--model", r->device.model, "TorchScript model whose forward+backward is the step")
+      ->check(input_path("--model", {"TorchScript model", "give a file saved with torch.jit.save"}))
       ->type_name("FILE.pt");
-  cmd->add_option("--gpus", r->gpus, "Ranks on this node, tuned together (default: the GPUs found, at least 1)");
+  cmd->add_option("--gpus", r->gpus, "Ranks on this node, tuned together (default: the GPUs found, at least 1)")
+      ->check(whole_in("--gpus", {1, 1024, "ranks", false, "8"}));
   cmd->add_option("--search", r->search, "model (default: simulate all, verify the best) or grid (try every config)")
-      ->default_val("model");
+      ->check(one_of("--search", {"model", "grid"}))->default_val("model");
   cmd->add_option("--exec", r->exec,
                   "Tune your own job instead of the built-in loader: a command with {num_workers}, "
                   "{prefetch_factor}, {pin_memory} and {batch_size}, run once per trial")
@@ -41,41 +47,49 @@ Command add_tune_command(CLI::App& app) {
                   "output (default): the last match of --metric-regex in the job's output; data-wait: for a job that "
                   "prints none, trace its training loop (eBPF, as root) and count the batches its waits for data "
                   "end, as diagnose does")
-      ->default_val("output")->group("Your job");
+      ->check(one_of("--metric", {"output", "data-wait"}))->default_val("output")->group("Your job");
   cmd->add_option("--trial-seconds", r->trial_s, "Length of a full trial (and the time bound of an --exec trial)")
-      ->default_val(10);
+      ->check(real_in("--trial-seconds", {0, 86400, "seconds", true, "10"}))->default_val(10);
   cmd->add_option("--first-round-seconds", r->first_round_s, "Length of the short round that weeds out losers")
-      ->default_val(4);
+      ->check(real_in("--first-round-seconds", {0, 86400, "seconds", true, "4"}))->default_val(4);
   cmd->add_option("--measure-seconds", r->measure_level_s, "Time per storage concurrency level in phase 2 (a level runs on to 12 samples, for at most 3x this)")
-      ->default_val(1.5);
-  cmd->add_option("--budget", r->budget_s, "Wall-time budget in seconds; the best config so far is written when it ends");
+      ->check(real_in("--measure-seconds", {0, 3600, "seconds", true, "1.5"}))->default_val(1.5);
+  cmd->add_option("--budget", r->budget_s, "Wall-time budget in seconds; the best config so far is written when it ends")
+      ->check(real_in("--budget", {0, 604800, "seconds", true, "600"}));
   cmd->add_option("--mem-budget", r->mem_budget, "Page-locked memory per rank (default: probe's prefetch budget)")
-      ->type_name("SIZE");
+      ->check(size_value("--mem-budget"))->type_name("SIZE");
   cmd->add_option("--tolerance", r->tolerance, "Pick the cheapest config within this share of the best")
-      ->default_val(0.02);
-  cmd->add_option("--max-workers", r->max_workers, "Most workers per rank to consider (default 4 per core, at most 32)");
+      ->check(real_in("--tolerance", {0, 0.99, "a share", false, "0.02"}))->default_val(0.02);
+  cmd->add_option("--max-workers", r->max_workers, "Most workers per rank to consider (default 4 per core, at most 32)")
+      ->check(whole_in("--max-workers", {1, 4096, "workers", false, "16"}));
   cmd->add_flag("--try-unpinned", r->both_pin, "Also try pin_memory=False");
   cmd->add_flag("--bind", r->bind, "Bind trial workers to each rank's NUMA-local cores");
-  cmd->add_option("--decode", r->work.decode, "Per-sample work: none or jpeg")->default_val("none")->group("Per sample");
-  cmd->add_option("--cpu-us", r->work.cpu_us, "Per-sample CPU work in microseconds")->group("Per sample");
+  cmd->add_option("--decode", r->work.decode, "Per-sample work: none or jpeg")
+      ->check(one_of("--decode", {"none", "jpeg"}))->default_val("none")->group("Per sample");
+  cmd->add_option("--cpu-us", r->work.cpu_us, "Per-sample CPU work in microseconds")
+      ->check(real_in("--cpu-us", {0, 1e7, "microseconds", false, "500"}))->group("Per sample");
   cmd->add_flag("--full-decode", r->work.full_decode, "--decode jpeg: decode at full size, as PIL does")
       ->group("Per sample");
   cmd->add_option("--filter", r->work.filter,
                   "--decode jpeg: resize filter: fast (2-tap), bilinear or bicubic (antialiased, as PIL's "
                   "Image.resize, whose default is bicubic, and torchvision's Resize)")
-      ->default_val("fast")->group("Per sample");
+      ->check(one_of("--filter", {"fast", "bilinear", "bicubic"}))->default_val("fast")->group("Per sample");
   cmd->add_option("--crop", r->work.crop,
                   "--decode jpeg: center (Resize + CenterCrop 87.5%), random-resized (RandomResizedCrop) or whole "
                   "(Resize((h, w)), as PIL's Image.resize((w, h)): the whole image, aspect not kept)")
-      ->default_val("center")->check(CLI::IsMember({"center", "random-resized", "whole"}))->group("Per sample");
-  cmd->add_option("--image-size", r->work.image_size, "--decode jpeg output side")->default_val(224)->group("Per sample");
-  cmd->add_option("--device", r->device.device, "auto, cuda, hip, host or cpu")->default_val("auto");
+      ->default_val("center")->check(one_of("--crop", {"center", "random-resized", "whole"}))->group("Per sample");
+  cmd->add_option("--image-size", r->work.image_size, "--decode jpeg output side")
+      ->check(whole_in("--image-size", {1, 16384, "pixels", false, "224"}))->default_val(224)->group("Per sample");
+  cmd->add_option("--device", r->device.device, "auto, cuda, hip, host or cpu")
+      ->check(one_of("--device", {"auto", "cuda", "hip", "host", "cpu"}))->default_val("auto");
   cmd->add_option("--s3-endpoint", r->data.s3_endpoint, "S3-compatible endpoint URL")->group("S3");
   cmd->add_option("--s3-region", r->data.s3_region, "S3 region")->group("S3");
   cmd->add_option("--s3-profile", r->data.s3_profile, "Profile in ~/.aws/credentials")->group("S3");
-  cmd->add_option("--out", r->out, "Where the config goes (- for stdout)")->default_val("gpufeed-config.json")
-      ->type_name("FILE");
-  cmd->add_option("--emit", r->emit, "Also print a snippet: python (DataLoader kwargs and worker_init_fn)");
+  cmd->add_option("--out", r->out, "Where the config goes (- for stdout)")
+      // The default is checked when tune runs: a check here would run for every command.
+      ->default_val("gpufeed-config.json")->check(output_path("--out", true))->type_name("FILE");
+  cmd->add_option("--emit", r->emit, "Also print a snippet: python (DataLoader kwargs and worker_init_fn)")
+      ->check(one_of("--emit", {"python"}));
   cmd->add_flag("--simulate", r->simulate, "No hardware: model the --profile machine and workload and print the best")
       ->group("Simulate");
   cmd->add_option("--profile", r->profiles, "A hardware or workload profile (name in profiles/ or a file)")

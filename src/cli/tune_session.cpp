@@ -15,6 +15,7 @@
 
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/cpulist.hpp"
+#include "gpufeed/input_file.hpp"
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
@@ -228,20 +229,15 @@ void write_config(const TuneRequest& r, Context& ctx, const tune::TunedConfig& c
   const HostInfo host = inspect_host(ctx.io.host);
   const Json doc = make_document("config", host, tune::to_json(config), ctx.io.now());
   if (r.out == "-") {
-    ctx.io.out << doc.dump(2) << "\n";
+    ctx.io.out << dump_json(doc, 2) << "\n";
   } else {
-    write_file_atomically(r.out, doc.dump(2) + "\n");
+    ctx.io.out.flush();  // the report so far comes first when --out is /dev/stdout
+    write_output(r.out, dump_json(doc, 2) + "\n");
   }
 }
 
-Json read_json_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) throw usage_error(fmt::format("cannot read {} {}", what, path));
-  try {
-    return Json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw usage_error(fmt::format("{} {} is not JSON: {}", what, path, e.what()));
-  }
+Json read_json_file(const std::string& path, const InputRole& role) {
+  return parse_json_text(read_input_file(path, role), role.what, path, role.hint);
 }
 
 std::string resolve_profile(const std::string& name, const Io& io) {
@@ -274,7 +270,7 @@ int run_simulate(const TuneRequest& r, Context& ctx, Reporter& rep) {
   std::optional<tune::WorkloadProfile> wl;
   for (const auto& name : r.profiles) {
     const std::string path = resolve_profile(name, ctx.io);
-    const Json j = read_json_file(path, "profile");
+    const Json j = read_json_file(path, {"profile", "give a profile from profiles/ or a file in its form"});
     if (j.value("kind", "") == "hardware") hw = tune::hardware_from_json(j, path);
     else wl = tune::workload_from_json(j, path);
   }
@@ -354,10 +350,7 @@ void apply_diagnosis(TuneRequest& r) {
   if (r.device.step_ms != "0" || !r.device.model.empty()) {
     throw usage_error("--from and --step-ms/--model both give the step", "keep one of them");
   }
-  if (!std::filesystem::is_regular_file(r.from)) {
-    throw usage_error(fmt::format("--from {}: no such file", r.from), "write one with gpufeed diagnose --json FILE");
-  }
-  const Json doc = read_json_file(r.from, "diagnosis");
+  const Json doc = read_json_file(r.from, {"diagnosis", "write one with gpufeed diagnose --json FILE"});
   if (!doc.is_object() || doc.value("schema", "") != "gpufeed.diagnosis/v1") {
     throw usage_error(fmt::format("--from {} is not a gpufeed.diagnosis/v1 document", r.from),
                       "write one with gpufeed diagnose --json FILE");
@@ -430,15 +423,6 @@ int run_tune(const TuneRequest& request, Context& ctx) {
     return run_tune(resolved, ctx);
   }
   const TuneRequest& r = request;
-  if (r.search != "model" && r.search != "grid") {
-    throw usage_error(fmt::format("--search {} is not known", r.search), "use model or grid");
-  }
-  if (!r.emit.empty() && r.emit != "python") throw usage_error(fmt::format("--emit {} is not known", r.emit), "use python");
-  if (r.tolerance < 0 || r.tolerance >= 1) throw usage_error("--tolerance must be in [0, 1)", "e.g. 0.02 for 2%");
-  for (const auto& [name, seconds] : {std::pair{"--trial-seconds", r.trial_s}, std::pair{"--first-round-seconds", r.first_round_s},
-                                      std::pair{"--measure-seconds", r.measure_level_s}}) {
-    if (!(seconds > 0)) throw usage_error(fmt::format("{} {:g}: must be positive", name, seconds), "give seconds, e.g. 1.5");
-  }
   check_probe_options(r);
   check_metric_options(r);
   if (r.out != "-") check_output_path(r.out);

@@ -75,6 +75,7 @@ tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, double seconds) {
       return trial;
     }
   }
+  if (interrupted(trial, setup_.stop)) return trial;
   LatencyHistogram transform;
   std::uint64_t transform_cpu_ns = 0;
   for (const auto& f : figures) {
@@ -87,6 +88,14 @@ tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, double seconds) {
   trial.transform_samples = transform.count;
   if (transform.count) trial.transform_cpu_ms = static_cast<double>(transform_cpu_ns) / 1e6 / static_cast<double>(transform.count);
   return trial;
+}
+
+bool interrupted(tune::Trial& trial, const std::atomic<bool>* stop) {
+  if (!stop || !stop->load()) return false;
+  trial.ok = false;
+  trial.too_short = false;
+  trial.note = fmt::format("interrupted after {:.1f} s: part of a trial measures nothing", trial.seconds);
+  return true;
 }
 
 std::string expand_command(const std::string& command, const tune::Candidate& c, int batch_size) {
@@ -344,6 +353,7 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   guard.pid = -1;
   stop_group(pid, status, exited);
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (interrupted(trial, setup_.stop)) return trial;
   if (setup_.data_wait) {
     const double window = std::chrono::duration<double>(cpu_last_at - cpu_first_at).count();
     const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);

@@ -60,6 +60,10 @@ struct ExecTrialSetup {
   double step_ms_hint = 0;
 };
 
+// A trial that Ctrl-C (SIGINT/SIGTERM: `stop`) cut short is no measurement:
+// marks it failed and says so; false when it ran to its end.
+bool interrupted(tune::Trial& trial, const std::atomic<bool>* stop);
+
 // Fills the placeholders; a usage error for an unknown one.
 std::string expand_command(const std::string& command, const tune::Candidate& c, int batch_size);
 

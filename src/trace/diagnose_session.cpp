@@ -21,6 +21,7 @@
 #include "gpufeed/diagnose/mounts.hpp"
 #include "gpufeed/diagnose/syscalls.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/input_file.hpp"
 #include "gpufeed/gpu/activity.hpp"
 #include "gpufeed/gpu/trace.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
@@ -339,14 +340,8 @@ class Session {
 
   void start_gpu() {
     if (!req_.gpu_trace.empty()) {
-      std::ifstream in(req_.gpu_trace);
-      if (!in) {
-        throw usage_error(fmt::format("cannot read GPU trace {}", req_.gpu_trace),
-                          "give a file written by 'gpufeed gpu record'");
-      }
-      std::ostringstream buf;
-      buf << in.rdbuf();
-      replay_ = read_gpu_trace(buf.str(), req_.gpu_trace);
+      replay_ = read_gpu_trace(read_input_file(req_.gpu_trace, {"GPU trace", "give a file written by 'gpufeed gpu record'"}),
+                               req_.gpu_trace);
       return;
     }
     GpuOpenResult opened = open_gpu_sampler(req_.gpu);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,18 @@ std::string run_capture(const std::string& cmd) {
 }
 
 }  // namespace
+
+bool sleeping_in_a_step(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/syscall").c_str(), "r");
+  if (!f) return false;
+  long nr = -1;
+  const bool read = std::fscanf(f, "%ld", &nr) == 1;
+  std::fclose(f);
+#ifdef SYS_nanosleep
+  if (read && nr == SYS_nanosleep) return true;
+#endif
+  return read && nr == SYS_clock_nanosleep;
+}
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& output) {
   pid_ = fork();

@@ -31,6 +31,10 @@ class ChildProcess {
   std::optional<int> status_;
 };
 
+// True while process `pid`'s main thread sleeps (clock_nanosleep), as the
+// built-in loader's loop does during a simulated step: it has had a batch.
+bool sleeping_in_a_step(pid_t pid);
+
 // Names of loaded BPF programs that start with `prefix` (from bpftool),
 // polling up to `settle_s` for the kernel to free programs of exited owners.
 std::vector<std::string> loaded_bpf_programs(const std::string& prefix, double settle_s = 0);

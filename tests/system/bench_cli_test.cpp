@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "support/child_process.hpp"
 #include "support/cli_runner.hpp"
 #include "support/schema_validator.hpp"
 #include "support/temp_dir.hpp"
@@ -151,10 +152,15 @@ TEST(BenchBinary, CtrlCEndsTheRunAndStillReports) {
     const std::string out = (dir / "out.txt").string();
     freopen(out.c_str(), "w", stdout);
     execl(GPUFEED_BINARY, GPUFEED_BINARY, "bench", "--data", "synthetic:s3fs,samples=5000", "--duration", "60",
-          "--device", "host", "--json", json.c_str(), static_cast<char*>(nullptr));
+          "--device", "host", "--step-ms", "5", "--json", json.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Ready: the loop sleeps in its step, so it has had a batch (a Ctrl-C
+  // before the first batch is exit 1: nothing was measured).
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!testing::sleeping_in_a_step(pid) && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   kill(pid, SIGINT);
   int status = 0;
   const auto t0 = std::chrono::steady_clock::now();

@@ -47,11 +47,12 @@ TEST(DiagnoseProcOnly, UsageErrors) {
   r = testing::run_binary("diagnose --no-ebpf --pid 999999");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("process 999999 does not exist"), std::string::npos) << r.err;
-  r = testing::run_binary("diagnose --fail-on loud --pid 1");
+  r = testing::run_binary("diagnose --fail-on loud -- /bin/true");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--fail-on 'loud'"), std::string::npos) << r.err;
-  r = testing::run_binary("diagnose --no-ebpf --require-ebpf --pid 1");
+  EXPECT_NE(r.err.find("--fail-on loud is not known; use info, warning or critical"), std::string::npos) << r.err;
+  r = testing::run_binary("diagnose --no-ebpf --require-ebpf -- /bin/true");
   EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("contradict"), std::string::npos) << r.err;
 }
 
 TEST(DiagnoseProcOnly, FailOnTurnsFindingsIntoExitFour) {

@@ -113,12 +113,12 @@ TEST_F(GpuCli, DiagnoseFindsTheStarvedGpuLiveAndFromARecording) {
 
 TEST_F(GpuCli, BadGpuTraceIsAUsageError) {
   const auto bad = dir_.write("bad.gputrace", "hello\n");
-  auto r = testing::run_binary("diagnose --no-ebpf --pid 1 --gpu-trace " + bad.string());
+  auto r = testing::run_binary("diagnose --no-ebpf --duration 1 --gpu-trace " + bad.string() + " -- /bin/true");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("bad.gputrace line 1"), std::string::npos) << r.err;
-  r = testing::run_binary("diagnose --no-ebpf --pid 1 --gpu bogus");
+  r = testing::run_binary("diagnose --no-ebpf --duration 1 --gpu bogus -- /bin/true");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("unknown GPU backend 'bogus'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--gpu bogus is not known"), std::string::npos) << r.err;
 }
 
 TEST(GpuCliWithoutGpu, RecordSaysWhyAndExitsOne) {
