@@ -56,6 +56,14 @@ bool wait_until(const std::function<bool()>& ready, double limit_s) {
   return false;
 }
 
+// Ctrl-C to `child`; its exit code (-1: still running 10 s later) and output.
+std::pair<int, std::string> interrupt(ChildProcess& child, const fs::path& output) {
+  child.signal(SIGINT);
+  const auto code = child.wait(10);
+  EXPECT_TRUE(code) << "no end 10 s after SIGINT";
+  return {code.value_or(-1), read_file(output)};
+}
+
 // A config the built-in loader re-measures in check: one worker on the
 // synthetic in-memory store.
 fs::path loader_config(const TempDir& dir) {
@@ -178,11 +186,8 @@ TEST(Interrupted, CheckGivesNoVerdict) {
                      dir / "output");
   // Ready: the loader's worker and transfer threads run beside the main one.
   ASSERT_TRUE(wait_until([&] { return threads_of(check.pid()) >= 3; }, 20)) << read_file(dir / "output");
-  check.signal(SIGINT);
-  const auto code = check.wait(10);
-  ASSERT_TRUE(code) << "check did not end after SIGINT";
-  const std::string output = read_file(dir / "output");
-  EXPECT_EQ(*code, 1) << output;
+  const auto [code, output] = interrupt(check, dir / "output");
+  EXPECT_EQ(code, 1) << output;
   EXPECT_NE(output.find("check was interrupted after"), std::string::npos) << output;
   EXPECT_NE(output.find("no verdict"), std::string::npos) << output;
   EXPECT_EQ(output.find("passed"), std::string::npos) << output;
@@ -200,11 +205,8 @@ TEST(Interrupted, TuneWritesNoConfigFromAPartTrial) {
   // Ready: phase 4 has begun, so its first 30 s trial is running.
   ASSERT_TRUE(wait_until([&] { return read_file(dir / "output").find("[4/5] verify") != std::string::npos; }, 60))
       << read_file(dir / "output");
-  tune.signal(SIGINT);
-  const auto code = tune.wait(10);
-  ASSERT_TRUE(code) << "tune did not end after SIGINT";
-  const std::string output = read_file(dir / "output");
-  EXPECT_EQ(*code, 1) << output;
+  const auto [code, output] = interrupt(tune, dir / "output");
+  EXPECT_EQ(code, 1) << output;
   EXPECT_NE(output.find("before any trial finished: no config written"), std::string::npos) << output;
   EXPECT_EQ(read_file(dir / "cfg.json"), "old config");
 }
