@@ -53,7 +53,7 @@ CLI::Validator real_in(const std::string& flag, const Range& range) {
         check_range(flag, text, v, range);
         return std::string();
       },
-      range.unit.empty() ? "NUMBER" : "NUMBER (" + range.unit + ")");
+      "");
 }
 
 CLI::Validator whole_in(const std::string& flag, const Range& range) {
@@ -68,7 +68,7 @@ CLI::Validator whole_in(const std::string& flag, const Range& range) {
         check_range(flag, text, static_cast<double>(v), range);
         return std::string();
       },
-      "INT");
+      "");
 }
 
 CLI::Validator size_value(const std::string& flag) {
@@ -77,7 +77,7 @@ CLI::Validator size_value(const std::string& flag) {
         parse_size(text, flag);
         return std::string();
       },
-      "SIZE");
+      "");
 }
 
 CLI::Validator step_time_value(const std::string& flag) {
@@ -86,7 +86,7 @@ CLI::Validator step_time_value(const std::string& flag) {
         loader::parse_step_time(text);
         return std::string();
       },
-      "MS");
+      "");
 }
 
 namespace {
@@ -116,7 +116,7 @@ CLI::Validator output_path(const std::string& flag, bool stdout_dash) {
         naming_flag(flag, [&] { check_output_path(text); });
         return std::string();
       },
-      "FILE");
+      "");
 }
 
 CLI::Validator input_path(const std::string& flag, InputRole role) {
@@ -125,7 +125,7 @@ CLI::Validator input_path(const std::string& flag, InputRole role) {
         naming_flag(flag, [&] { check_input_file(text, role); });
         return std::string();
       },
-      "FILE");
+      "");
 }
 
 CLI::Validator one_of(const std::string& flag, std::vector<std::string> choices) {

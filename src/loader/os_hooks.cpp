@@ -41,7 +41,7 @@ std::uint64_t peak_rss_bytes() {
 
 namespace {
 
-std::optional<std::uint64_t> read_number(const std::string& path) {
+std::optional<std::uint64_t> read_number(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::string word;
   if (!(in >> word)) return std::nullopt;
@@ -52,43 +52,50 @@ std::optional<std::uint64_t> read_number(const std::string& path) {
 }
 
 // The threads of every process on the system: /proc/loadavg's "running/total".
-std::uint64_t system_threads() {
-  std::ifstream in("/proc/loadavg");
+std::uint64_t system_threads(const std::filesystem::path& root) {
+  std::ifstream in(root / "proc/loadavg");
   std::string a, b, c, tasks;
   if (!(in >> a >> b >> c >> tasks)) return 0;
   const auto slash = tasks.find('/');
   return slash == std::string::npos ? 0 : std::strtoull(tasks.c_str() + slash + 1, nullptr, 10);
 }
 
-// This process's cgroup v2 directory ("0::/path" in /proc/self/cgroup).
-std::string cgroup_dir() {
-  std::ifstream in("/proc/self/cgroup");
+// This process's pids cgroup: v2's unified directory ("0::/path"), or v1's
+// pids hierarchy ("N:pids:/path").
+std::optional<std::filesystem::path> pids_cgroup(const std::filesystem::path& root) {
+  std::ifstream in(root / "proc/self/cgroup");
   std::string line;
+  std::optional<std::filesystem::path> found;
   while (std::getline(in, line)) {
-    if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + line.substr(3);
+    const auto first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string rel = line.substr(second + 2);  // after ":/"
+    if (controllers == "pids") return root / "sys/fs/cgroup/pids" / rel;
+    if (controllers.empty() && line.rfind("0::", 0) == 0) found = root / "sys/fs/cgroup" / rel;
   }
-  return {};
+  return found;
 }
 
 }  // namespace
 
-ThreadHeadroom thread_headroom() {
+ThreadHeadroom thread_headroom(const std::filesystem::path& root) {
   ThreadHeadroom h;
   auto consider = [&h](std::uint64_t limit, std::uint64_t used, const std::string& name) {
     const std::uint64_t left = limit > used ? limit - used : 0;
     if (left < h.threads) h.threads = left, h.limit = name;
   };
-  const std::uint64_t running = system_threads();
-  if (const auto max = read_number("/proc/sys/kernel/threads-max")) consider(*max, running, "kernel.threads-max");
-  if (const auto max = read_number("/proc/sys/kernel/pid_max")) consider(*max, running, "kernel.pid_max");
+  const std::uint64_t running = system_threads(root);
+  if (const auto max = read_number(root / "proc/sys/kernel/threads-max")) consider(*max, running, "kernel.threads-max");
+  if (const auto max = read_number(root / "proc/sys/kernel/pid_max")) consider(*max, running, "kernel.pid_max");
   struct rlimit rl {};
   // Root is not held to RLIMIT_NPROC; every other user counts all its threads.
-  if (::geteuid() != 0 && getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+  if (root == "/" && ::geteuid() != 0 && getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
     consider(static_cast<std::uint64_t>(rl.rlim_cur), running, "ulimit -u (RLIMIT_NPROC)");
   }
-  if (const std::string dir = cgroup_dir(); !dir.empty()) {
-    if (const auto max = read_number(dir + "/pids.max")) {
-      consider(*max, read_number(dir + "/pids.current").value_or(0), "the cgroup's pids.max");
+  if (const auto dir = pids_cgroup(root)) {
+    if (const auto max = read_number(*dir / "pids.max")) {
+      consider(*max, read_number(*dir / "pids.current").value_or(0), "the cgroup's pids.max");
     }
   }
   return h;

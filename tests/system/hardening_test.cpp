@@ -228,6 +228,29 @@ TEST(Interrupted, BenchStartUpHonoursSigtermWithinASecond) {
   EXPECT_NE(*code, 0 + 128 + SIGKILL);
 }
 
+// Without --mem-budget bench takes probe's budget, as tune does: a typo in
+// --prefetch is refused at once instead of growing past the machine's memory.
+TEST(MemoryBudget, BenchRefusesBuffersOverProbesBudgetByDefault) {
+  const auto r = run_binary_argv({"bench", "--data", "synthetic:memory", "--workers", "64", "--prefetch", "65536",
+                                  "--duration", "5"},
+                                 {{}, {}, 10});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("exceeds --mem-budget"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+// An output that cannot be written is found before the job is launched and
+// traced, not after the whole window.
+TEST(OutputPolicy, AnOutputThatCannotBeWrittenIsRefusedBeforeTheJobRuns) {
+  TempDir dir;
+  const auto marker = dir / "ran";
+  const auto r = run_binary_argv(
+      with(kNoJobDiagnose, {"--json", "/proc/gpufeed-test.json", "--", "/bin/sh", "-c", "touch " + marker.string()}));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("takes no new file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(marker)) << "the job was launched";
+}
+
 // The first kernel thread in /proc (PF_KTHREAD in its flags), or 0.
 int some_kernel_thread() {
   for (const auto& entry : fs::directory_iterator("/proc")) {

@@ -2,6 +2,7 @@
 // The few OS calls the loader's hooks need, kept out of the core.
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,15 @@ void bind_current_thread(const std::vector<int>& cpus);
 std::uint64_t peak_rss_bytes();
 
 // How many more threads this process may start before a limit refuses one:
-// the least of RLIMIT_NPROC, the cgroup's pids.max and kernel.threads-max,
-// each less what already runs; `limit` names the one that binds.
+// the least of kernel.threads-max and kernel.pid_max (less every thread on
+// the system), the cgroup's pids.max (v2, or v1's pids hierarchy; less its
+// pids.current) and, for a user other than root, RLIMIT_NPROC; `limit` names
+// the one that binds. `root` stages /proc and /sys for tests.
 struct ThreadHeadroom {
   std::uint64_t threads = UINT64_MAX;
   std::string limit;  // empty: no limit found
 };
-ThreadHeadroom thread_headroom();
+ThreadHeadroom thread_headroom(const std::filesystem::path& root = "/");
 
 }  // namespace gpufeed::loader
 
