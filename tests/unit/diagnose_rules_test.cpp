@@ -1,10 +1,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "diagnose_scenarios.hpp"
 #include "gpufeed/diagnose/findings.hpp"
 #include "gpufeed/diagnose/report.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpufeed {
 namespace {
@@ -158,6 +164,55 @@ TEST(DiagnoseRules, UnknownDataWaitMakesNoStarvationClaim) {
 TEST(DiagnoseRules, SeverityParsing) {
   EXPECT_EQ(parse_severity("warning"), Severity::Warning);
   EXPECT_FALSE(parse_severity("loud"));
+}
+
+// The rules' table is the one list of finding ids: the JSON Schema's enum
+// and docs/findings.md must hold exactly those, so a new finding cannot be
+// added in one place and forgotten in another.
+std::set<std::string> schema_finding_ids(const nlohmann::json& j) {
+  std::set<std::string> out;
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      if (key == "id" && value.is_object() && value.contains("enum")) {
+        for (const auto& id : value["enum"]) out.insert(id.get<std::string>());
+      }
+      const auto inner = schema_finding_ids(value);
+      out.insert(inner.begin(), inner.end());
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) {
+      const auto inner = schema_finding_ids(v);
+      out.insert(inner.begin(), inner.end());
+    }
+  }
+  return out;
+}
+
+TEST(DiagnoseRules, EveryFindingIdIsInTheSchemaAndTheDocs) {
+  const auto ids = finding_ids();
+  const std::set<std::string> table(ids.begin(), ids.end());
+  EXPECT_EQ(table.size(), ids.size()) << "an id is in the table twice";
+  const auto root = std::filesystem::path(GPUFEED_SOURCE_DIR);
+  const auto schema = nlohmann::json::parse(testing::read_file(root / "docs/schema/diagnosis.schema.json"));
+  EXPECT_EQ(schema_finding_ids(schema), table);
+  std::istringstream docs(testing::read_file(root / "docs/findings.md"));
+  std::set<std::string> headed;  // ids named in a "### " heading
+  for (std::string line; std::getline(docs, line);) {
+    if (line.rfind("### ", 0) != 0) continue;
+    for (const auto& id : ids) {
+      if (line.find("`" + id + "`") != std::string::npos) headed.insert(id);
+    }
+  }
+  EXPECT_EQ(headed, table) << "every finding has a section in docs/findings.md";
+}
+
+TEST(DiagnoseRules, EveryFindingARuleEmitsIsInTheTable) {
+  const auto ids = finding_ids();
+  for (const auto& evidence : {starved_on_fuse(), healthy_local(), cpu_bound(), bursty()}) {
+    for (const auto& f : evaluate_rules(evidence)) {
+      EXPECT_NE(std::find(ids.begin(), ids.end(), f.id), ids.end()) << f.id;
+    }
+  }
 }
 
 }  // namespace

@@ -48,6 +48,10 @@ struct RuleThresholds {
   double gpu_period_strength = 0.30;    // autocorrelation needed to call the busy signal periodic
 };
 
+// Every rule in its table (findings.cpp), in order; most severe first.
 std::vector<Finding> evaluate_rules(const Evidence& e, const RuleThresholds& t = {});
+
+// Every id a rule may emit, in the table's order.
+std::vector<std::string> finding_ids();
 
 }  // namespace gpufeed

@@ -358,7 +358,35 @@ void gpu_findings(Context& c) {
   }
 }
 
+// The rules, in the order they run: each with the finding ids it may emit.
+// A new finding is one function above and one line here; the schema's enum
+// and docs/findings.md are checked against these ids by tests
+// (DiagnoseRules.EveryFindingIdIsInTheSchemaAndTheDocs).
+struct Rule {
+  void (*evaluate)(Context&);
+  std::vector<std::string_view> ids;
+};
+const std::vector<Rule>& rules() {
+  static const std::vector<Rule> table = {
+      {loop_starved, {"loop.starved"}},
+      {slow_metadata, {"storage.slow-metadata"}},
+      {too_few_workers, {"loader.too-few-workers"}},
+      {workers_bound, {"workers.cpu-bound", "workers.io-bound"}},
+      {shallow_prefetch, {"loader.shallow-prefetch"}},
+      {small_files_remote, {"storage.small-files-remote"}},
+      {oversubscribed, {"cpu.oversubscribed"}},
+      {gpu_findings, {"gpu.starved", "gpu.bound", "gpu.periodic-starvation"}},
+  };
+  return table;
+}
+
 }  // namespace
+
+std::vector<std::string> finding_ids() {
+  std::vector<std::string> ids;
+  for (const auto& rule : rules()) ids.insert(ids.end(), rule.ids.begin(), rule.ids.end());
+  return ids;
+}
 
 std::string severity_name(Severity s) {
   switch (s) {
@@ -389,14 +417,7 @@ std::vector<Finding> evaluate_rules(const Evidence& e, const RuleThresholds& t) 
   Context c{e, t, loader_figures(e), 0.0, false, {}};
   c.wait = c.f.data_wait_fraction.value_or(0);
   c.starved = c.f.data_wait_fraction && c.wait >= t.starved_warning;
-  loop_starved(c);
-  slow_metadata(c);
-  too_few_workers(c);
-  workers_bound(c);
-  shallow_prefetch(c);
-  small_files_remote(c);
-  oversubscribed(c);
-  gpu_findings(c);
+  for (const auto& rule : rules()) rule.evaluate(c);
   // Most severe first; among equals, the one that explains most loop time.
   std::stable_sort(c.out.begin(), c.out.end(), [](const Finding& a, const Finding& b) {
     return a.severity != b.severity ? a.severity > b.severity : a.weight > b.weight;
