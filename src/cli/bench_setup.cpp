@@ -1,5 +1,7 @@
 #include "bench_setup.hpp"
 
+#include "progress_line.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -52,9 +54,10 @@ std::unique_ptr<loader::SampleSource> open_data(const DataOptions& o, const Io& 
 }
 
 std::vector<loader::SampleInfo> list_data(loader::SampleSource& source, Io& io, bool quiet) {
-  if (io.err_is_tty && !quiet) io.err << "Listing " << source.describe() << " ...\r" << std::flush;
+  ProgressLine progress(io.err, io.err_is_tty && !quiet);
+  progress.show("Listing " + source.describe() + " ...");
   auto samples = source.list();
-  if (io.err_is_tty && !quiet) io.err << "\33[2K" << std::flush;
+  progress.clear();
   if (samples.empty()) {
     throw usage_error(fmt::format("the dataset {} is empty", source.describe()),
                       "point --data at a directory, manifest or prefix that holds samples");
@@ -83,15 +86,6 @@ std::unique_ptr<loader::SampleTransform> make_transform(const WorkOptions& o,
   }
   if (slot == 0) throw usage_error("every sample is empty: nothing to load", "check the dataset, or give --sample-bytes");
   return loader::make_cpu_cost_transform(static_cast<std::size_t>(slot), o.cpu_us);
-}
-
-loader::DeviceChoice parse_device(const std::string& text) {
-  if (text == "auto") return loader::DeviceChoice::Auto;
-  if (text == "cuda") return loader::DeviceChoice::Cuda;
-  if (text == "hip") return loader::DeviceChoice::Hip;
-  if (text == "host") return loader::DeviceChoice::Host;
-  if (text == "cpu") return loader::DeviceChoice::Cpu;
-  throw usage_error(fmt::format("--device {} is not known", text), "use auto, cuda, hip, host or cpu");
 }
 
 std::unique_ptr<loader::StepRunner> make_step(const DeviceOptions& o, std::uint64_t seed) {

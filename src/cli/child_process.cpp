@@ -1,5 +1,7 @@
 #include "child_process.hpp"
 
+#include "process_group.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,21 +32,6 @@ bool drain(int fd, std::string& into) {
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
     return false;
   }
-}
-
-void end_group(pid_t pid, int& status) {
-  kill(-pid, SIGTERM);
-  kill(-pid, SIGCONT);  // a paused group (ChildTick) takes its SIGTERM
-  const auto deadline = Clock::now() + std::chrono::seconds(2);
-  while (Clock::now() < deadline) {
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      kill(-pid, SIGKILL);  // its stragglers
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(-pid, SIGKILL);
-  waitpid(pid, &status, 0);
 }
 
 }  // namespace
@@ -101,7 +88,7 @@ ChildResult run_child(const std::vector<std::string>& argv, double timeout_s, co
         on_tick(pid, r);
       } catch (...) {  // the hook failed: the child goes with it
         kill(-pid, SIGCONT);
-        end_group(pid, status);
+        end_process_group(pid, status, std::chrono::seconds(2));
         close(out_fds[0]);
         close(err_fds[0]);
         throw;
@@ -109,7 +96,7 @@ ChildResult run_child(const std::vector<std::string>& argv, double timeout_s, co
     }
   }
   if (r.stopped || r.timed_out) {
-    end_group(pid, status);
+    end_process_group(pid, status, std::chrono::seconds(2));
     reaped = true;
   }
   if (!reaped) {

@@ -7,6 +7,7 @@
 #include "bench_setup.hpp"
 #include "context.hpp"
 #include "option_values.hpp"
+#include "progress_line.hpp"
 #include "gpufeed/loader/bench_report.hpp"
 #include "gpufeed/loader/cache.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
@@ -35,32 +36,11 @@ struct BenchOptions {
   OutputOptions output;
 };
 
-// A progress line on stderr, redrawn in place; only on a terminal.
-class ProgressLine {
- public:
-  ProgressLine(Io& io, bool enabled) : io_(io), enabled_(enabled) {}
-  ~ProgressLine() { clear(); }
-  void show(const std::string& line) {
-    if (!enabled_) return;
-    io_.err << "\r\33[2K" << line << std::flush;
-    shown_ = true;
-  }
-  void clear() {
-    if (shown_) io_.err << "\r\33[2K" << std::flush;
-    shown_ = false;
-  }
-
- private:
-  Io& io_;
-  bool enabled_;
-  bool shown_ = false;
-};
-
 int run_storage_only(BenchOptions& o, Context& ctx) {
   auto source = open_data(o.data, ctx.io);
   const auto samples = list_data(*source, ctx.io, o.output.quiet);
   loader::StopOnSignal stop;
-  ProgressLine progress(ctx.io, ctx.io.err_is_tty && !o.output.quiet);
+  ProgressLine progress(ctx.io.err, ctx.io.err_is_tty && !o.output.quiet);
   loader::StorageProbeOptions options;
   options.concurrency = o.concurrency;
   options.per_level = std::chrono::milliseconds(static_cast<long>(o.level_s * 1000));
@@ -136,7 +116,7 @@ int run_bench(BenchOptions& o, Context& ctx) {
 
   loader::StopOnSignal stop;
   const auto started = std::chrono::steady_clock::now();
-  ProgressLine progress(ctx.io, ctx.io.err_is_tty && !o.output.quiet);
+  ProgressLine progress(ctx.io.err, ctx.io.err_is_tty && !o.output.quiet);
   loader::LoaderRun run{*source, samples, *transform, *device, *step, o.config, {}, {}};
   if (o.duration_s > 0) run.limits.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(o.duration_s * 1e9));
   if (o.batches > 0) run.limits.batches = o.batches;

@@ -15,6 +15,7 @@
 #include "gpufeed/input_file.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
 #include "option_values.hpp"
+#include "progress_line.hpp"
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/gpu/activity.hpp"
@@ -49,19 +50,16 @@ int run_record(const RecordOptions& o, Context& ctx) {
   auto clock = [start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   GpuTrace trace;
   {
+    ProgressLine progress(ctx.io.err, ctx.io.err_is_tty && !o.quiet);
     GpuSamplingThread thread(*opened.sampler, o.hz, clock);
     while (!stop.flag().load() && clock() < o.duration_s) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (ctx.io.err_is_tty && !o.quiet) {
-        ctx.io.err << fmt::format("\r\033[K  recording {} GPU(s) with {}: {:.0f}/{:.0f} s", opened.sampler->devices().size(),
-                                  opened.sampler->backend(), clock(), o.duration_s)
-                   << std::flush;
-      }
+      progress.show(fmt::format("  recording {} GPU(s) with {}: {:.0f}/{:.0f} s", opened.sampler->devices().size(),
+                                opened.sampler->backend(), clock(), o.duration_s));
     }
     thread.stop();
     trace = thread.trace();
   }
-  if (ctx.io.err_is_tty && !o.quiet) ctx.io.err << "\r\033[K";
   write_output(o.out, write_gpu_trace(trace, inspect_host(ctx.io.host), ctx.io.now()));
   if (!o.quiet) {
     ctx.io.out << fmt::format("Recorded {} samples of {} GPU(s) with {} over {:.1f} s into {}\n", trace.samples.size(),

@@ -95,7 +95,8 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_option("--profile", r->profiles, "A hardware or workload profile (name in profiles/ or a file)")
       ->group("Simulate");
   cmd->add_flag("--quiet,-q", r->quiet, "Only write the config");
-  cmd->add_flag("--verbose,-v", r->verbose, "More detail");
+  // Accepted as on every command; tune's phase lines are its whole report.
+  cmd->add_flag("--verbose,-v")->description("Accepted for symmetry with the other commands (tune's report is complete without it)");
   cmd->footer(
       "Phases: 1 budget (probe) - 2 measure (storage vs concurrency, CPU per sample, step) - 3 model\n"
       "(simulate every candidate, all ranks at once) - 4 verify (trials; losers stop after a short round)\n"

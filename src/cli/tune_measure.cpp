@@ -54,10 +54,6 @@ double measure_memcpy_gbps() {
 
 }  // namespace
 
-tune::Distribution step_distribution_from(const std::string& step_ms) {
-  const auto t = loader::parse_step_time(step_ms);
-  return tune::step_distribution(t.mean_ms, t.spread_ms);
-}
 
 Measured measure_for_tune(const MeasureRequest& r) {
   Measured m;

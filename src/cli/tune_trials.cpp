@@ -1,5 +1,7 @@
 #include "tune_trials.hpp"
 
+#include "process_group.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -138,28 +140,6 @@ ExecTrialRunner::ExecTrialRunner(ExecTrialSetup setup) : setup_(std::move(setup)
 
 namespace {
 
-// Ends the job and everything it started: SIGTERM to its process group, then
-// SIGKILL after a grace period. Always reaps the job; `exited` says whether
-// it ended by itself.
-void stop_group(pid_t pid, int& status, bool& exited) {
-  if (waitpid(pid, &status, WNOHANG) == pid) {
-    exited = WIFEXITED(status);
-    kill(-pid, SIGKILL);  // stragglers of the group (workers)
-    return;
-  }
-  kill(-pid, SIGTERM);
-  const auto deadline = Clock::now() + std::chrono::seconds(3);
-  while (Clock::now() < deadline) {
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      kill(-pid, SIGKILL);
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(-pid, SIGKILL);
-  waitpid(pid, &status, 0);
-}
-
 // The job and every process it started, with the CPU each has spent, from
 // /proc. Descendants rather than the job's process group: a launcher such
 // as torchrun starts each rank in a session of its own. A process that ends
@@ -218,8 +198,7 @@ struct JobGuard {
     if (fd >= 0) close(fd);
     if (pid <= 0) return;
     int status = 0;
-    bool exited = false;
-    stop_group(pid, status, exited);
+    end_process_group(pid, status, std::chrono::seconds(3));
   }
 };
 
@@ -351,7 +330,7 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   trace.reset();
   // Reap the job; SIGKILL what is left of its group (children, stragglers).
   guard.pid = -1;
-  stop_group(pid, status, exited);
+  exited = end_process_group(pid, status, std::chrono::seconds(3)) && WIFEXITED(status);
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (interrupted(trial, setup_.stop)) return trial;
   if (setup_.data_wait) {

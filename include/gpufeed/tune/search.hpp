@@ -85,6 +85,9 @@ struct SearchOptions {
   int shortlist = 3;               // top predictions verified (plus neighbours)
   PrefetchCost prefetch_cost;      // when a deeper prefetch is preferred
   double budget_seconds = 0;       // wall-time budget of all trials; 0: none
+  // Seconds on the budget's clock (any origin); empty: the steady clock.
+  // Tests drive the budget with a fake clock.
+  std::function<double()> clock;
   std::function<void(const Trial&, const std::optional<Trial>& best)> on_trial;
   const std::atomic<bool>* stop = nullptr;
   // The model again, from what the trials so far measured (tune --exec: the

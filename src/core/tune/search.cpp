@@ -25,13 +25,14 @@ int index_of(const std::vector<T>& list, const T& value) {
 
 class TrialLog {
  public:
-  TrialLog(TrialRunner& runner, const SearchOptions& options) : runner_(runner), options_(options), start_(Clock::now()) {}
+  TrialLog(TrialRunner& runner, const SearchOptions& options)
+      : runner_(runner), options_(options), start_(Clock::now()), start_s_(now()) {}
 
   // False when the budget or the stop flag says no more trials.
   bool may_run(double seconds) const {
     if (options_.stop && options_.stop->load()) return false;
     if (options_.budget_seconds <= 0) return true;
-    const double spent = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double spent = now() - start_s_;
     return spent + seconds <= options_.budget_seconds;
   }
 
@@ -57,7 +58,12 @@ class TrialLog {
  private:
   TrialRunner& runner_;
   const SearchOptions& options_;
+  double now() const {
+    return options_.clock ? options_.clock() : std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+
   Clock::time_point start_;
+  double start_s_ = 0;
 };
 
 }  // namespace
@@ -340,10 +346,9 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     // where paired runs give 2 workers 600 and 6 workers 490). A cheaper
     // runner-up is no check either when the refitted model also puts it
     // more than 10% below: the short round and the model agree, and only
-    // both being wrong at once could make it the choice (the incident's
-    // FUSE job, bench run 23: 6 workers' short trial 10% below 8's, the
-    // model 20% below; its full trial read 18% below and cost --exec 0.04
-    // of the grid's time).
+    // both being wrong at once could make it the choice. A full trial of it
+    // would cost a job's search a large share of its time for a config
+    // both measures rule out.
     const double margin = std::max(0.10, 3 * options.tolerance);
     const double cut = first.front().samples_per_s * (1 - margin);
     auto ruled_out = [&](const Candidate& c) {
@@ -397,9 +402,8 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     // shortlist, and the rule "cheapest within the tolerance" can only pick
     // among configs that were tried. The short trials are compared by
     // worker count: a refitted model can prefer another prefetch than the
-    // one the short round tried, and in bench/tune_incident.py's run 22 a
-    // full trial of 6 workers, prefetch 2, whose count's short trial had
-    // read 19% below 8 workers', cost --exec 0.03 of the grid's time.
+    // one the short round tried, and a worker count whose short trial read
+    // well below the best's is not worth a full trial at another prefetch.
     const auto so_far = choose(log.result.trials, options.tolerance, options.prefetch_cost, refitted ? &model : nullptr,
                                options.noise_cap);
     const int wi = so_far ? index_of(space.workers, so_far->chosen.candidate.workers) : -1;
