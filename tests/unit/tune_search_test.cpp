@@ -238,8 +238,8 @@ TEST(Search, WhenEveryShortTrialRanOutOfTimeTheFavouriteGetsAFullOne) {
   EXPECT_TRUE(full_trial_workers(failing.runner, failing.o).empty());
 }
 
-// The incident's FUSE job cold from the page cache (bench/tune_incident.py
-// run 20): 8, 6 and 4 workers printed nothing in their short trials, 3
+// The incident's FUSE job cold from the page cache: 8, 6 and 4 workers
+// printed nothing in their short trials, 3
 // did, and the model refitted to that one trial no longer put 8 ahead. The
 // model before the refit still sends its favourite, which no trial
 // measured, to a full trial.
@@ -275,7 +275,7 @@ TEST(Search, TheKneeStepTriesACheaperConfigWhoseShortTrialRanOutOfTime) {
   }
 }
 
-// bench/tune_incident.py's run 22 (--exec on FUSE): the short round tried
+// --exec on the incident's FUSE job: the short round tried
 // every worker count at prefetch 8, the model refitted to it prefers
 // prefetch 2, and the knee step then sent 6 workers, prefetch 2, to a full
 // trial although 6 workers' short trial had read 25% below 8's. One worker
@@ -451,8 +451,7 @@ TEST(Search, ACostlierRunnerUpTheRefittedModelRulesOutGetsNoFullTrial) {
   EXPECT_EQ(refits, 2) << "after the short round and before the choice";
 }
 
-// The incident's FUSE job under --exec (bench/tune_incident.py run 23):
-// 6 workers' short trial read 94 against 8's 104, inside the 10% that
+// The incident's FUSE job under --exec: 6 workers' short trial read 94 against 8's 104, inside the 10% that
 // makes it the runner-up, while the model refitted to the short round puts
 // it 20% below. Its full trial (88) could not change the choice. A model
 // that sees the two alike still sends the cheaper runner-up to its check.

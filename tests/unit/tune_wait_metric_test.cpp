@@ -100,7 +100,7 @@ TEST(WaitMetric, TheKnownStepIsRefinedByTheTrialsOneStepGaps) {
 TEST(WaitMetric, SplitWaitsAreNoStepsOfTheirOwn) {
   // Eight workers deliver out of order: before each 60 ms step the loop
   // waits three times, 2 ms apart (batches arrive, not the one it needs).
-  // The gaps alone found a 1.7 ms "step" in such a trace (bench run 32).
+  // The gaps alone find a step of a few ms in such a trace.
   const Evidence e = split_loop(3, 3.0, 5.0, [](int) { return 60.0; });
   const double per_s = 8 / (e.window_s / 200);
   const WaitMetric alone = wait_metric(e, 8, std::nullopt);

@@ -58,10 +58,9 @@ Calibration calibrate(const Workload& w, const NodeShape& node, const std::vecto
     if (!inserted && t.round >= it->second.first) it->second = {t.round, t.samples_per_s};
   }
   // Keep the chosen config's side of the cores' limit, when it has trials:
-  // on run 13 of bench/tune_incident.py (local PIL job, 2 cores) three of
-  // the four other configs crowded the cores, ran slower than the model,
-  // and their fit (x1.12 per sample) put the chosen 2 workers 11% low where
-  // the raw model was 1% low.
+  // configs that crowd the cores run slower than the model for reasons a
+  // config within them does not share, and a fit to them would put the
+  // chosen config low where the raw model is close.
   const auto key_candidate = [](const auto& key) {
     return Candidate{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
   };

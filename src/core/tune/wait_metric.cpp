@@ -22,8 +22,8 @@ WaitMetric wait_metric(const Evidence& e, int batch_size, std::optional<double> 
   // is most likely that many steps: two workers that each deliver every
   // other batch leave gaps of two steps only. One under 0.7 of it is a
   // cluster of split waits (a loop waiting for one batch while others
-  // arrive out of order: 1.7 ms "steps" of a 60 ms loop behind the FUSE
-  // store, bench/tune_incident.py run 32). Count those gaps by the known
+  // arrive out of order reads as steps of a few ms in a 60 ms loop). Count
+  // those gaps by the known
   // step, and irregular gaps too. Any other step is the loop's own (a loop
   // slowed by workers crowding its cores), and counts as it is.
   bool by_known = false;
@@ -36,8 +36,8 @@ WaitMetric wait_metric(const Evidence& e, int batch_size, std::optional<double> 
     LoopStep counted = loop_step(e, 1.0, 8, 0.55, known_step_ms);
     // The gaps of about one known step are this trial's one-step gaps: the
     // step to count by. --step-ms is the step's sleep alone, and a loop
-    // that also spends 1.9 ms on each batch (the local PIL job's 10 ms
-    // step) read 17-24% fast in bench run 32, its longer gaps rounded up.
+    // that also spends a few ms on each batch would read fast by that much
+    // if its gaps were counted by the sleep, its longer gaps rounded up.
     if (counted.median_ms && std::abs(*counted.median_ms / base - 1) > 0.02 &&
         *counted.median_ms >= 0.85 * base && *counted.median_ms <= 1.3 * base) {
       base = *counted.median_ms;
