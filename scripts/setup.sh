@@ -79,5 +79,7 @@ generator=()
 # Keep the generator an existing build directory was made with.
 [[ -f "$build_dir/CMakeCache.txt" ]] || generator=(-G Ninja)
 # shellcheck disable=SC2086  # GPUFEED_CMAKE_ARGS is a list of flags
-cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${GPUFEED_CMAKE_ARGS:-} >/dev/null
+# A release binary (optimised, no debug info); GPUFEED_CMAKE_ARGS can ask for
+# another build type (docs/development.md).
+cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release ${GPUFEED_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"
