@@ -6,6 +6,7 @@ gpufeed_test_suite(gpufeed_tune_unit_tests unit
   unit/tune_from_diagnosis_test.cpp
   unit/tune_job_cpu_test.cpp
   unit/tune_model_test.cpp
+  unit/tune_printed_metric_test.cpp
   unit/tune_pytorch_probe_test.cpp
   unit/tune_search_test.cpp
   unit/tune_wait_metric_test.cpp)

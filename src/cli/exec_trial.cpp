@@ -1,0 +1,291 @@
+// The user's job as tune's (and check's) trial target: run once per trial
+// in its own process group, its figure read from its output or, with
+// --metric data-wait, from a trace of its training loop.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "gpufeed/stats.hpp"
+#include "gpufeed/trace/job_wait_trace.hpp"
+#include "gpufeed/trace/proc_reader.hpp"
+#include "gpufeed/tune/job_cpu.hpp"
+#include "gpufeed/tune/printed_metric.hpp"
+#include "gpufeed/tune/wait_metric.hpp"
+#include "process_group.hpp"
+#include "tune_trials.hpp"
+
+namespace gpufeed::cli {
+
+using Clock = std::chrono::steady_clock;
+using tune::has_figure;
+using tune::last_figure;
+using tune::PrintedFigure;
+
+namespace {
+
+// The job and every process it started, with the CPU each has spent, from
+// /proc. Descendants rather than the job's process group: a launcher such
+// as torchrun starts each rank in a session of its own. A process that ends
+// while it is read is left out.
+std::vector<tune::JobProcess> snapshot_job(pid_t job) {
+  static const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const ProcReader proc;
+  std::vector<int> pids = proc.children_of(job);
+  pids.push_back(job);
+  std::vector<tune::JobProcess> out;
+  for (int pid : pids) {
+    if (const auto stat = proc.pid_stat(pid)) {
+      out.push_back({stat->pid, stat->ppid, static_cast<double>(stat->utime + stat->stime) / ticks_per_s});
+    }
+  }
+  return out;
+}
+
+// Stops the job (and closes its output) unless the trial got to do so.
+struct JobGuard {
+  pid_t pid;
+  int fd;
+  JobGuard(pid_t job, int output) : pid(job), fd(output) {}
+  JobGuard(const JobGuard&) = delete;
+  JobGuard& operator=(const JobGuard&) = delete;
+  ~JobGuard() {
+    if (fd >= 0) close(fd);
+    if (pid <= 0) return;
+    int status = 0;
+    end_process_group(pid, status, std::chrono::seconds(3));
+  }
+};
+
+}  // namespace
+
+tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
+  tune::Trial trial;
+  trial.candidate = c;
+  const std::string command = expand_command(setup_.command, c, setup_.batch_size);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw runtime_error("cannot create a pipe for --exec");
+  const auto start = Clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) throw runtime_error("cannot fork for --exec");
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group: the job and its workers are stopped together
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(fds[1]);
+  // Whatever throws from here on (the tracer, /proc, the output) must not
+  // leave the job running in a group of its own, out of Ctrl-C's reach.
+  JobGuard guard{pid, fds[0]};
+  // --metric data-wait: the tracer loads while the job starts up.
+  std::unique_ptr<JobWaitTrace> trace;
+  if (setup_.data_wait) trace = std::make_unique<JobWaitTrace>(pid, setup_.ranks);
+  std::optional<Evidence> traced;  // the trace's window, taken before the job is stopped
+  std::string output;
+  bool exited = false;
+  bool asked_to_stop = false;
+  bool out_of_time = false;  // the trial's time ran out while the job still ran
+  int status = 0;
+  auto deadline = start + std::chrono::duration<double>(seconds);
+  const double longest = std::max(seconds, setup_.most_seconds);
+  bool ran_on = false;  // past `seconds`, waiting for the job's first figure
+  // The job's CPU by role: a snapshot of its processes when it first prints
+  // its metric (past its start-up: imports, spawning workers), and the
+  // latest one, each second (a walk of /proc costs a little CPU), until its
+  // time is up.
+  bool metric_seen = false;
+  std::vector<tune::JobProcess> cpu_first, cpu_last;
+  Clock::time_point cpu_first_at, cpu_last_at;
+  auto snapshot = [&] {
+    cpu_last = snapshot_job(pid);
+    cpu_last_at = Clock::now();
+  };
+  // The data-wait metric's "first figure": the trace's window opened.
+  auto on_first_figure = [&] {
+    metric_seen = true;
+    snapshot();
+    cpu_first = cpu_last;
+    cpu_first_at = cpu_last_at;
+    if (ran_on) {
+      deadline = std::min(start + std::chrono::duration<double>(longest),
+                          cpu_first_at + std::chrono::duration<double>(seconds / 2));
+      trial.note = fmt::format("no figure within the trial's {:g} s: ran on to its first, {:.1f} s in", seconds,
+                               std::chrono::duration<double>(cpu_first_at - start).count());
+    }
+  };
+  for (;;) {
+    if (trace && !asked_to_stop) {
+      trace->tick();
+      if (!metric_seen && trace->window_open()) on_first_figure();
+    }
+    if (metric_seen && !asked_to_stop && Clock::now() - cpu_last_at >= std::chrono::seconds(1)) snapshot();
+    const bool stopping = setup_.stop && setup_.stop->load();
+    if (!asked_to_stop && !stopping && !metric_seen && !ran_on && longest > seconds && Clock::now() >= deadline) {
+      // No figure yet: a short round shorter than this start-up (a cold
+      // page cache under torch's imports) would end with nothing. Run on.
+      ran_on = true;
+      deadline = start + std::chrono::duration<double>(longest);
+    }
+    if (trace && !asked_to_stop && !stopping && metric_seen && !ran_on && longest > seconds &&
+        Clock::now() >= deadline && trace->window_seconds() < seconds / 2) {
+      // Traced for less than half the trial once settled (the job's
+      // start-up took the rest): too few steps to count. Run on to that.
+      ran_on = true;
+      deadline = std::min(start + std::chrono::duration<double>(longest),
+                          Clock::now() + std::chrono::duration<double>(seconds / 2 - trace->window_seconds()));
+      trial.note = fmt::format("the job started its workers {:.1f} s into the trial's {:g} s: traced on for {:g} s "
+                               "after they settled",
+                               std::chrono::duration<double>(cpu_first_at - start).count(), seconds, seconds / 2);
+    }
+    if (!asked_to_stop && (stopping || Clock::now() >= deadline)) {
+      if (metric_seen) snapshot();
+      if (trace) traced = trace->finish();  // detach before the job is signalled
+      // Time is up: SIGTERM the job's group and keep reading a little, so a
+      // job that reports its steady-state figure on SIGTERM is heard.
+      siginfo_t info{};  // peek, without reaping: is the job itself still running?
+      const bool running = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+      out_of_time = running && !(setup_.stop && setup_.stop->load());
+      kill(-pid, SIGTERM);
+      asked_to_stop = true;
+      deadline = Clock::now() + std::chrono::seconds(5);
+    } else if (asked_to_stop && Clock::now() >= deadline) {
+      break;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{fds[0], POLLIN, 0};
+    // A trace's events are taken between reads: wake often enough for them.
+    if (poll(&p, 1, static_cast<int>(std::clamp<long>(left, 1, trace ? 50 : 200))) > 0) {
+      char buf[4096];
+      const ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n > 0) {
+        // The new text, from the start of its first line (a line can arrive in pieces).
+        const auto line_start = output.rfind('\n');
+        const std::size_t scan_from = line_start == std::string::npos ? 0 : line_start + 1;
+        output.append(buf, static_cast<std::size_t>(n));
+        if (!trace && !metric_seen && !asked_to_stop &&
+            has_figure(output.cbegin() + static_cast<std::ptrdiff_t>(scan_from), output.cend(), metric_)) {
+          on_first_figure();
+        }
+        if (output.size() > (1 << 20)) output.erase(0, output.size() - (1 << 19));  // keep the tail
+        continue;
+      }
+      if (n == 0) {  // the job closed its output: it has ended (or is ending)
+        break;
+      }
+    }
+  }
+  close(fds[0]);
+  guard.fd = -1;
+  // A job that ended by itself before its time was up: the trace's window ends here.
+  if (trace && !traced) traced = trace->finish();
+  trace.reset();
+  // Reap the job; SIGKILL what is left of its group (children, stragglers).
+  guard.pid = -1;
+  exited = end_process_group(pid, status, std::chrono::seconds(3)) && WIFEXITED(status);
+  trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (interrupted(trial, setup_.stop)) return trial;
+  if (setup_.data_wait) {
+    const double window = std::chrono::duration<double>(cpu_last_at - cpu_first_at).count();
+    const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+    const bool interrupted = setup_.stop && setup_.stop->load();
+    read_wait_metric(trial, *traced, out_of_time, job_failed, interrupted, output);
+    if (trial.ok && metric_seen && !cpu_first.empty() && window >= 1.0) {
+      tune::record_job_cpu(trial, tune::job_cpu_between(cpu_first, cpu_last), trial.samples_per_s, window,
+                           setup_.batch_size, setup_.ranks);
+    }
+    return trial;
+  }
+  // The last value the job printed is its latest steady-state figure.
+  const PrintedFigure printed = last_figure(output, metric_);
+  std::optional<double> value = printed.last;
+  if (value && *value <= 0 && printed.moved) {
+    trial.ok = false;
+    trial.note = "the job's metric fell to 0 by the end of its trial: it stalled at this config";
+    return trial;
+  }
+  // A job that reports before its first batch arrives (PyTorch's workers
+  // still importing) prints 0: no figure yet, as if it had printed none.
+  if (value && *value <= 0) value.reset();
+  if (!value) {
+    trial.ok = false;
+    const auto last_line_start = output.find_last_of('\n', output.size() > 1 ? output.size() - 2 : 0);
+    // Still running when its time was up: whatever it did after the SIGTERM
+    // is ours, and a longer trial can still measure it. Not so a job that
+    // had already failed (its workers holding the output open), nor Ctrl-C.
+    trial.too_short = out_of_time;
+    const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+    trial.note = job_failed
+                     ? fmt::format("the job failed (status {}) before printing the metric: {}", WEXITSTATUS(status),
+                                   output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1))
+                     : !std::regex_search(output, metric_)
+                           ? "no output line matched --metric-regex within the trial time (raise --trial-seconds?)"
+                           : "the job's metric read only 0 within the trial time (still starting up?): raise --trial-seconds";
+    return trial;
+  }
+  trial.samples_per_s = *value;
+  const double window = std::chrono::duration<double>(cpu_last_at - cpu_first_at).count();
+  // An empty first snapshot (/proc unreadable then) would count every
+  // process as born in the window, start-up and all.
+  if (metric_seen && !cpu_first.empty() && window >= 1.0) {
+    tune::record_job_cpu(trial, tune::job_cpu_between(cpu_first, cpu_last), trial.samples_per_s, window,
+                         setup_.batch_size, setup_.ranks);
+  }
+  return trial;
+}
+
+double ExecTrialRunner::known_step_ms() const {
+  if (steps_ms_.empty()) return setup_.step_ms_hint > 0 ? setup_.step_ms_hint : 0.0;
+  std::vector<double> sorted = steps_ms_;
+  std::sort(sorted.begin(), sorted.end());
+  return quantile_sorted(sorted, 0.5);
+}
+
+void ExecTrialRunner::read_wait_metric(tune::Trial& trial, const Evidence& traced, bool out_of_time, bool job_failed,
+                                       bool interrupted, const std::string& output) {
+  const auto last_line_start = output.find_last_of('\n', output.size() > 1 ? output.size() - 2 : 0);
+  const std::string last_line = output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1);
+  if (!traced.ebpf) {  // never attached: no loop with workers appeared
+    trial.ok = false;
+    trial.too_short = out_of_time;
+    trial.note = job_failed    ? fmt::format("the job failed before starting its DataLoader workers: {}", last_line)
+                 : interrupted ? "interrupted before the job's loop was traced"
+                               : "the job started no DataLoader workers within the trial (no process of it whose "
+                                 "children are all leaves and forks of it): raise --trial-seconds?";
+    return;
+  }
+  const double step = known_step_ms();
+  const std::optional<double> known_step = step > 0 ? std::optional<double>(step) : std::nullopt;
+  const tune::WaitMetric m = tune::wait_metric(traced, setup_.batch_size, known_step, !steps_ms_.empty());
+  trial.starvation = m.starvation;
+  if (!m.samples_per_s) {
+    trial.ok = false;
+    trial.too_short = out_of_time && m.more_time_helps;
+    trial.note = job_failed    ? fmt::format("the job failed: {}", last_line)
+                 : interrupted ? "interrupted before the trace counted enough of the job's steps"
+                               : "data-wait metric: " + m.unavailable;
+    return;
+  }
+  if (traced.events_dropped > 0) {
+    // A lost wait merges two gaps into one of two steps: still counted.
+    trial.note += fmt::format("{}{} trace events lost", trial.note.empty() ? "" : "; ", traced.events_dropped);
+  }
+  trial.note += (trial.note.empty() ? "" : "; ") + m.how;
+  if (m.step_ms) steps_ms_.push_back(*m.step_ms);
+  trial.samples_per_s = *m.samples_per_s;
+  // A job that also prints a figure: both, so the trace can be checked
+  // against it (over the whole run; the trace from a second after the
+  // workers started).
+  const std::optional<double> printed = last_figure(output, metric_).last;
+  if (printed && *printed > 0) trial.note += fmt::format("; the job printed {:g} samples/s", *printed);
+}
+
+}  // namespace gpufeed::cli
