@@ -163,6 +163,10 @@ int run(const std::vector<std::string>& args, Io& io) {
     } catch (const CLI::CallForVersion& e) {
       io.out << e.what() << '\n';
       return 0;
+    } catch (const CLI::RequiredError&) {
+      // "--confg x" leaves --config missing: the typo is the error to name.
+      refuse_extras(app);
+      throw;
     }
 
     Context ctx{io, style_for(io)};

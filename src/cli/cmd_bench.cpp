@@ -57,12 +57,8 @@ int run_storage_only(BenchOptions& o, Context& ctx) {
 }
 
 void check_options(BenchOptions& o) {
-  if (o.duration_s < 0) throw usage_error("--duration must be positive");
+  // The values' ranges are checked while the command line is parsed (option_values.hpp).
   if (o.duration_s == 0 && o.batches == 0) o.duration_s = 20;  // the default run
-  for (int c : o.concurrency) {
-    if (c < 1 || c > 1024) throw usage_error(fmt::format("--concurrency {} is out of range", c), "use 1 to 1024");
-  }
-  if (o.level_s <= 0) throw usage_error("--level-seconds must be positive");
   o.config.pin_memory = !o.no_pin;
   if (!o.mem_budget.empty()) o.config.mem_budget_bytes = parse_size(o.mem_budget, "--mem-budget");
 }

@@ -184,7 +184,6 @@ void check_probe_options(const TuneRequest& r) {
 }  // namespace
 
 int run_tune(const TuneRequest& request, Context& ctx) {
-  if (request.batch_size < 1) throw usage_error("--batch-size must be at least 1");
   if (!request.from.empty() && request.step_source.empty()) {
     TuneRequest resolved = request;
     apply_diagnosis(resolved);

@@ -130,9 +130,8 @@ void write_stream(const std::filesystem::path& path, std::string_view content) {
   ::close(fd);
 }
 
-}  // namespace
-
-OutputKind check_output_path(const std::filesystem::path& path) {
+// What the path is, under the policy; no file is created.
+OutputKind classify_output(const std::filesystem::path& path) {
   if (path.empty()) throw usage_error("an output path is empty", "give a file name, or '-' where stdout is meant");
   if (named_descriptor(path)) return OutputKind::Stream;
   struct stat st {};
@@ -147,30 +146,24 @@ OutputKind check_output_path(const std::filesystem::path& path) {
     if (is_stream(st.st_mode)) return OutputKind::Stream;
     if (!S_ISREG(st.st_mode)) throw not_writable(path, st.st_mode);
   }
-  check_directory_writable(path);
   return OutputKind::File;
 }
 
-void write_output(const std::filesystem::path& path, std::string_view content) {
-  if (check_output_path(path) == OutputKind::Stream) {
-    write_stream(path, content);
-  } else {
-    write_file_atomically(path, content);
-  }
-}
-
-void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
-  if (check_output_path(path) == OutputKind::Stream) {
-    struct stat st {};
-    ::stat(path.c_str(), &st);
-    throw not_writable(path, st.st_mode);
-  }
+// The temporary file, fsync and rename; its own mkstemp proves the directory.
+void replace_regular_file(const std::filesystem::path& path, std::string_view content) {
   const std::filesystem::path dir = directory_of(path);
-  TempFile tmp((dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string());
+  std::string name = ".";  // appended piece by piece: GCC 12 -O3 warns falsely on "." + s + "..."
+  name += path.filename().string();
+  name += ".tmp.XXXXXX";
+  TempFile tmp((dir / name).string());
   tmp.fd() = ::mkstemp(tmp.path().data());  // O_EXCL: never an existing file or link
   if (tmp.fd() < 0) {
     const int err = errno;
     tmp.commit();  // nothing was created
+    if (err == ENOENT) {
+      throw runtime_error(fmt::format("cannot write {}: directory {} does not exist", path.string(), dir.string()),
+                          "create it first or choose another path");
+    }
     throw runtime_error(fmt::format("cannot create a file in {}: {}", dir.string(), errno_text(err)),
                         "check that the directory exists and is writable");
   }
@@ -191,6 +184,31 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
                         "check the permissions of its directory");
   }
   tmp.commit();
+}
+
+}  // namespace
+
+OutputKind check_output_path(const std::filesystem::path& path) {
+  const OutputKind kind = classify_output(path);
+  if (kind == OutputKind::File) check_directory_writable(path);
+  return kind;
+}
+
+void write_output(const std::filesystem::path& path, std::string_view content) {
+  if (classify_output(path) == OutputKind::Stream) {
+    write_stream(path, content);
+  } else {
+    replace_regular_file(path, content);
+  }
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+  if (classify_output(path) == OutputKind::Stream) {
+    struct stat st {};
+    ::stat(path.c_str(), &st);
+    throw not_writable(path, st.st_mode);
+  }
+  replace_regular_file(path, content);
 }
 
 bool same_output_file(const std::filesystem::path& a, const std::filesystem::path& b) {

@@ -75,7 +75,10 @@ std::string read_input_file(const std::filesystem::path& path, const InputRole& 
     }
     if (n == 0) break;
     text.append(buffer, static_cast<std::size_t>(n));
-    if (text.size() > max_bytes) break;  // grew while read
+    if (text.size() > max_bytes) {  // it grew while it was read
+      ::close(fd);
+      throw bad_input(path, role, fmt::format("grew past the {} gpufeed reads", format_bytes(max_bytes)));
+    }
   }
   ::close(fd);
   return text;

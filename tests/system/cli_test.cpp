@@ -70,6 +70,9 @@ TEST(Cli, AMistypedOptionIsNamedWithTheClosestOne) {
                      "unknown option '--max-worker=3' (did you mean --max-workers?)");
   expect_usage_error({"probe", "--zzzzzzzz"}, "unknown option '--zzzzzzzz'; see 'gpufeed help probe' for the options");
   expect_usage_error({"probe", "stray"}, "unexpected argument 'stray'");
+  // A typo of a required option is named as the typo, not as the option missing.
+  expect_usage_error({"check", "--confg", "c.json"}, "unknown option '--confg' (did you mean --config?)");
+  expect_usage_error({"check"}, "--config is required");
 }
 
 TEST(Cli, MissingOrMalformedTopologyExitsTwo) {

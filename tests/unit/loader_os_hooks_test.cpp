@@ -15,6 +15,14 @@ void stage_kernel(const TempDir& root, int threads_max, int pid_max, int running
   root.write("proc/loadavg", "0.10 0.20 0.30 2/" + std::to_string(running) + " 4242\n");
 }
 
+// /proc/self/cgroup as `membership` says, and pids.max / pids.current in `dir`.
+void stage_pids_cgroup(const TempDir& root, const std::string& membership, const std::string& dir, int max, int current) {
+  stage_kernel(root, 100000, 32768, 900);
+  root.write("proc/self/cgroup", membership);
+  root.write(dir + "/pids.max", std::to_string(max) + "\n");
+  root.write(dir + "/pids.current", std::to_string(current) + "\n");
+}
+
 TEST(ThreadHeadroom, TheKernelsLimitsLessWhatRuns) {
   TempDir root;
   stage_kernel(root, 1000, 32768, 900);
@@ -25,10 +33,7 @@ TEST(ThreadHeadroom, TheKernelsLimitsLessWhatRuns) {
 
 TEST(ThreadHeadroom, ACgroupV2PidsMaxBindsFirst) {
   TempDir root;
-  stage_kernel(root, 100000, 32768, 900);
-  root.write("proc/self/cgroup", "0::/job.slice/train\n");
-  root.write("sys/fs/cgroup/job.slice/train/pids.max", "100\n");
-  root.write("sys/fs/cgroup/job.slice/train/pids.current", "40\n");
+  stage_pids_cgroup(root, "0::/job.slice/train\n", "sys/fs/cgroup/job.slice/train", 100, 40);
   const ThreadHeadroom h = thread_headroom(root.path());
   EXPECT_EQ(h.threads, 60U);
   EXPECT_EQ(h.limit, "the cgroup's pids.max");
@@ -36,10 +41,8 @@ TEST(ThreadHeadroom, ACgroupV2PidsMaxBindsFirst) {
 
 TEST(ThreadHeadroom, ACgroupV1PidsHierarchyCountsToo) {
   TempDir root;
-  stage_kernel(root, 100000, 32768, 900);
-  root.write("proc/self/cgroup", "9:name=systemd:/\n8:pids:/slurm/job42\n4:memory:/slurm/job42\n0::/\n");
-  root.write("sys/fs/cgroup/pids/slurm/job42/pids.max", "64\n");
-  root.write("sys/fs/cgroup/pids/slurm/job42/pids.current", "60\n");
+  stage_pids_cgroup(root, "9:name=systemd:/\n8:pids:/slurm/job42\n4:memory:/slurm/job42\n0::/\n",
+                    "sys/fs/cgroup/pids/slurm/job42", 64, 60);
   EXPECT_EQ(thread_headroom(root.path()).threads, 4U);
 }
 
