@@ -16,7 +16,8 @@ gpufeed_test_suite(gpufeed_tune_unit_tests unit
 # chooses 2-4).
 gpufeed_test_suite(gpufeed_tune_system_tests system SERIAL
   system/tune_cli_test.cpp
-  system/tune_pytorch_probe_test.cpp)
+  system/tune_pytorch_probe_test.cpp
+  system/tune_trial_length_test.cpp)
 # The pure-Python helper that applies a config to a DataLoader (standard library only).
 add_test(NAME python.gpufeed_config
          COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/python/test_gpufeed_config.py)

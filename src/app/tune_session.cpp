@@ -29,6 +29,18 @@ using tune::seed_interval;
 
 bool stopped(const std::atomic<bool>* stop) { return stop && stop->load(); }
 
+// The space with every worker count a trial ran (the search grows past the
+// space's edge): the model then has a figure for each.
+tune::SearchSpace with_tried(tune::SearchSpace space, const std::vector<tune::Trial>& trials) {
+  for (const auto& t : trials) {
+    if (std::find(space.workers.begin(), space.workers.end(), t.candidate.workers) == space.workers.end()) {
+      space.workers.push_back(t.candidate.workers);
+    }
+  }
+  std::sort(space.workers.begin(), space.workers.end());
+  return space;
+}
+
 // What the model's figure describes, for the report's "predicted" line.
 std::string model_source(const TuneRequest& r, const tune::PredictionBand& p, const tune::Calibration& cal) {
   if (!r.exec.empty()) return fmt::format("raw {:.0f}; calibrated {}", p.model_raw_samples_per_s, cal.describe());
@@ -71,6 +83,8 @@ class Session {
   void refit_to_trials();
   void record_workload(tune::TunedConfig& config) const;
   tune::TunedConfig choose_phase();
+  tune::Interval chosen_interval(const Candidate& chosen, double model_error);
+  double grid_equivalent_seconds() const;
   struct JobFit {
     tune::CpuFromTrials cpu;
     double loop_ms = 0;
@@ -87,6 +101,9 @@ class Session {
   std::unique_ptr<loader::SampleSource> source;
   TuneBudget budget;                                 // phase 1
   tune::SearchSpace space;
+  tune::WorkerCapInputs cap_inputs;
+  tune::WorkerCap cap;                               // the most workers the space may grow to
+  loader::AccessPattern access;                      // what the job calls per sample
   std::vector<loader::SampleInfo> samples;           // phase 2
   std::unique_ptr<loader::SampleTransform> transform;
   std::unique_ptr<loader::StepRunner> model_step;
@@ -110,13 +127,8 @@ class Session {
 // A job's trials read its own CPU (its workers' per sample, its loop's
 // per batch: job_cpu.hpp), which phase 2's built-in measurement cannot
 // see: the search's later picks and its choice use the model refitted to them.
-struct JobFit {
-tune::CpuFromTrials cpu;
-double loop_ms = 0;
-tune::Workload workload;
-};
 std::optional<Session::JobFit> Session::job_fit(const std::vector<tune::Trial>& trials) const {
-  JobFit f;
+  Session::JobFit f;
   f.cpu = tune::job_cpu_from_trials(trials, node);
   // A diagnosis already split its loop's CPU from the step (above).
   f.loop_ms = r.loop_cpu_ms_per_sample > 0 ? 0 : tune::loop_cpu_from_trials(trials);
@@ -145,19 +157,21 @@ void Session::budget_phase() {
                        budget.ranks > 1 ? "s" : "", budget.worker_cores, format_bytes(budget.mem_per_rank)));
   for (const auto& n : budget.notes) rep.line("note: " + n);
   const double cores_per_rank = budget.worker_cores / budget.ranks;
-  // Workers that wait on storage sleep, so up to 4 per core are tried (and
-  // `check` accepts no more: docs/tune.md).
-  const int max_workers = r.max_workers > 0 ? r.max_workers
-                                            : std::clamp(static_cast<int>(std::lround(cores_per_rank * 4)), 1, 32);
-  space = tune::default_space(max_workers, r.both_pin);
+  // What caps the workers before the batch size is priced: --max-workers,
+  // the memory a worker needs, the open-file limit (model_phase adds the
+  // page-locked budget). Workers that wait on storage sleep: the space
+  // starts at 4 per core and grows past it while the workers are I/O-bound.
+  cap_inputs.user_max = r.max_workers;
+  cap_inputs.mem_available = budget.mem_available / static_cast<std::uint64_t>(std::max(1, 2 * budget.ranks));
+  // A thread of the built-in loader costs its stack and scratch; a forked
+  // PyTorch worker its own pages (the interpreter's copied-on-write heap).
+  cap_inputs.bytes_per_worker = r.exec.empty() ? 4ULL << 20 : 64ULL << 20;
+  cap_inputs.open_files = budget.open_files / static_cast<std::uint64_t>(std::max(1, budget.ranks));
+  cap = tune::worker_cap(cap_inputs);
+  const int edge = std::min(cap.workers, std::max(1, static_cast<int>(std::lround(cores_per_rank * 4))));
+  space = tune::default_space(edge, r.both_pin);
   // A CPU-trained job copies nothing to a device: pinning only costs.
   if (parse_device(r.device.device) == loader::DeviceChoice::Cpu) space.pin_memory = {false};
-  if (r.max_workers > 0 && r.max_workers > std::lround(cores_per_rank * 4)) {
-    rep.line(fmt::format("note: --max-workers {} is more than 4 per worker core ({:.0f}): gpufeed check on this "
-                         "machine will refuse a config that uses them",
-                         r.max_workers, cores_per_rank * 4));
-  }
-
 }
 
 // 2. The store at rising concurrency, the CPU per sample, the step.
@@ -173,10 +187,23 @@ void Session::measure_phase() {
   mr.step = model_step.get();
   if (!model_step) mr.step_ms = step_distribution_from(r.device.step_ms);
   mr.batch_size = r.batch_size;
-  mr.max_concurrency = budget.ranks * space.workers.back();
+  // The store as loaded as the widest space could load it (at most 512
+  // fetches at once): the model reads its latency at each concurrency.
+  mr.max_concurrency = std::min(512, budget.ranks * cap.workers);
   mr.seconds_per_level = r.measure_level_s;
   mr.stop = stop;
   mr.progress = [this](const std::string& text) { rep.line(text); };
+  access = r.access_from ? *r.access_from
+           : r.access == "stat-open-read" ? loader::AccessPattern{1, 0}
+           : r.access == "open-read"      ? loader::AccessPattern{0, 0}
+                                          : source->usual_access();
+  mr.access = access;
+  rep.line(fmt::format("access per sample: {} ({})", loader::describe(access),
+                       r.access_from       ? "the calls per file the diagnosis counted in the job's workers (--from)"
+                       : r.access != "auto" ? "--access"
+                       : access.stats > 0   ? "a directory: an ImageFolder-style dataset stats each file before it opens "
+                                              "it; --access open-read if the job does not"
+                                            : "this store's usual reads; --access stat-open-read if the job stats each sample"));
   rep.line(fmt::format("{}: {} samples, {}", source->describe(), samples.size(),
                        format_bytes(std::accumulate(samples.begin(), samples.end(), std::uint64_t{0},
                                                     [](std::uint64_t a, const loader::SampleInfo& info) { return a + info.size; }))));
@@ -286,13 +313,28 @@ void Session::price_job_cpu() {
 // 3. Every candidate simulated, all ranks at once.
 void Session::model_phase() {
   node = tune::NodeShape{budget.ranks, budget.worker_cores};
+  cap_inputs.batch_bytes = m.workload.batch_bytes;
+  cap_inputs.pinned_per_rank = budget.mem_per_rank;
+  cap = tune::worker_cap(cap_inputs);
+  if (space.workers.back() > cap.workers) space = tune::default_space(cap.workers, r.both_pin);
+  const int edge = space.workers.back();
   std::vector<std::string> excluded;
-  predictions = predict_all(m.workload, node, space, budget.mem_per_rank, excluded);
+  space = tune::widen_to_the_bottleneck(
+      space, cap.workers, r.tolerance,
+      [&](const tune::SearchSpace& s) { return predict_all(m.workload, node, s, budget.mem_per_rank, excluded); },
+      predictions);
   if (predictions.empty()) {
     throw usage_error(fmt::format("no candidate fits the page-locked memory budget of {} per rank", format_bytes(budget.mem_per_rank)),
                       "lower --batch-size or raise --mem-budget");
   }
   rep.phase(3, fmt::format("model: {} candidates simulated", predictions.size()));
+  rep.line(space.workers.back() > edge
+               ? fmt::format("space: 1-{} workers per rank: past 4 per core ({}), because the best prediction sat at "
+                             "the edge and more I/O-bound workers kept gaining; at most {} ({})",
+                             space.workers.back(), edge, cap.workers, cap.because)
+               : fmt::format("space: 1-{} workers per rank (4 per core, or the cap); the search grows it while the "
+                             "best trial sits at its edge, up to {} ({})",
+                             space.workers.back(), cap.workers, cap.because));
   for (const auto& e : excluded) rep.line("excluded (memory): " + e);
   {
     auto ranked = predictions;
@@ -314,8 +356,17 @@ void Session::model_phase() {
 tune::SearchOptions Session::search_options() {
   tune::SearchOptions so;
   so.tolerance = r.tolerance;
-  so.trial_seconds = r.trial_s;
-  so.first_round_seconds = std::min(r.first_round_s, r.trial_s);
+  so.full = {r.trial_steps, r.trial_s};
+  so.short_round = {std::min(r.short_steps, r.trial_steps), std::min(r.first_round_s, r.trial_s)};
+  so.worker_cap = cap.workers;
+  // CPU-bound: the best trial's samples used most of the worker cores.
+  so.cpu_bound = [this](const std::vector<tune::Trial>& trials) {
+    const tune::Trial* best = nullptr;
+    for (const auto& t : trials) {
+      if (t.ok && (!best || t.round > best->round || (t.round == best->round && t.samples_per_s > best->samples_per_s))) best = &t;
+    }
+    return best && tune::cpu_share(*best, node.worker_cores, node.ranks) >= tune::kCpuBoundShare;
+  };
   so.prefetch_cost = {m.workload.batch_bytes, tune::free_prefetch_bytes(static_cast<double>(budget.mem_per_rank))};
   so.stop = stop;
   // The callbacks run during verify_phase, while this session lives.
@@ -328,7 +379,7 @@ tune::SearchOptions Session::search_options() {
     so.refit = [this](const std::vector<tune::Trial>& trials) {
       const auto f = job_fit(trials);
       std::vector<std::string> ignored;  // the same candidates fit the budget as before
-      return f ? predict_all(f->workload, node, space, budget.mem_per_rank, ignored)
+      return f ? predict_all(f->workload, node, with_tried(space, trials), budget.mem_per_rank, ignored)
                : std::vector<Prediction>{};
     };
   } else {
@@ -337,7 +388,7 @@ tune::SearchOptions Session::search_options() {
     so.refit = [this](const std::vector<tune::Trial>& trials) {
       const auto f = builtin_cpu(trials);
       std::vector<std::string> ignored;
-      return f.used ? predict_all(tune::with_cpu_from_trials(m.workload, f), node, space,
+      return f.used ? predict_all(tune::with_cpu_from_trials(m.workload, f), node, with_tried(space, trials),
                                   budget.mem_per_rank, ignored)
                     : std::vector<Prediction>{};
     };
@@ -361,8 +412,8 @@ tune::SearchOptions Session::search_options() {
 void Session::verify_phase() {
   rep.phase(4, fmt::format("verify: {} search, {} target", r.search, r.exec.empty() ? "built-in loader" : "your job"));
   if (!r.exec.empty()) {
-    auto exec = platform.job_runner(ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, stop, budget.ranks, r.trial_s,
-                                                   r.metric == "data-wait", m.step_mean_ms});
+    auto exec = platform.job_runner(ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, stop, budget.ranks,
+                                                   r.first_figure_s, r.metric == "data-wait", m.step_mean_ms});
     exec_runner = exec.get();
     runner = std::move(exec);
   } else {
@@ -375,6 +426,7 @@ void Session::verify_phase() {
     setup.step_cpu_ms = loop_cpu_ms;
     setup.ranks = budget.ranks;
     setup.batch_size = r.batch_size;
+    setup.access = access;
     if (r.bind) setup.rank_cpus = budget.rank_cpus;
     setup.stop = stop;
     runner = platform.builtin_runner(setup);
@@ -383,6 +435,15 @@ void Session::verify_phase() {
   result = r.search == "grid" ? tune::grid_search(space, *runner, so)
                                 : tune::model_search(predictions, space, *runner, so);
   rep.clear();
+  space = with_tried(space, result.trials);
+  if (!result.grew_to.empty()) {
+    rep.line(fmt::format("the best trial sat at the space's edge: grown to {} workers", space.workers.back()));
+  }
+  if (!result.edge.empty()) rep.line(result.edge);
+  if (result.limited_by_cap) {
+    rep.line(fmt::format("the cap limited the result: {} workers per rank ({}); more might feed the step faster", cap.workers,
+                         cap.because));
+  }
   if (!result.choice) {
     if (stopped(stop)) throw runtime_error("tune was interrupted before any trial finished: no config written");
     std::string why = "every trial failed";
@@ -462,6 +523,49 @@ void Session::record_workload(tune::TunedConfig& config) const {
   config.workload.image_size = r.work.image_size;
   config.workload.sample_bytes = transform->output_bytes();
   config.workload.ranks = budget.ranks;
+  config.workload.stats_per_sample = access.stats;
+  config.workload.extra_opens_per_sample = access.extra_opens;
+}
+
+// The chosen config's interval from its repeated full trials: one more
+// full trial of it when the search ran it once (and time is left), then
+// their spread, the model's error where it is known, and the ceiling the
+// step sets (search.hpp: repeat_interval).
+tune::Interval Session::chosen_interval(const Candidate& chosen, double model_error) {
+  auto runs_of_chosen = [&] {
+    std::vector<double> runs;
+    for (const auto& t : result.trials) {
+      if (t.ok && t.round == 2 && t.candidate == chosen) runs.push_back(t.samples_per_s);
+    }
+    return runs;
+  };
+  const bool time_left = r.budget_s <= 0 || platform.seconds_since_start() - started + r.trial_s <= r.budget_s;
+  if (runs_of_chosen().size() == 1 && time_left && !stopped(stop)) {
+    tune::Trial again = runner->run(chosen, {r.trial_steps, r.trial_s});
+    again.candidate = chosen;
+    again.round = 2;
+    if (!stopped(stop)) {
+      rep.line(fmt::format("repeat {:<31} {}", tune::describe(chosen),
+                           again.ok ? fmt::format("{:8.0f} samples/s", again.samples_per_s) : "failed: " + again.note));
+      result.trials.push_back(again);
+    }
+  }
+  const double step_ms = exec_runner && exec_runner->known_step_ms() > 0 ? exec_runner->known_step_ms() : m.step_mean_ms;
+  // A fed rank takes a batch per step at most (no step known: no ceiling).
+  const double ceiling = step_ms > 0 ? r.batch_size * 1000.0 / step_ms : 0;
+  return tune::repeat_interval(runs_of_chosen(), model_error, ceiling);
+}
+
+// What a grid of full trials over the space would take: each candidate's
+// full trial as long as the search's full trials took on average (the cap
+// where none ran).
+double Session::grid_equivalent_seconds() const {
+  double sum = 0;
+  int n = 0;
+  for (const auto& t : result.trials) {
+    if (t.round == 2) sum += t.seconds, ++n;
+  }
+  return static_cast<double>(space.candidates().size()) * (n ? sum / n : r.trial_s);
 }
 
 // 5. The cheapest config within the tolerance of the best measured, its
@@ -489,7 +593,11 @@ tune::TunedConfig Session::choose_phase() {
   config.trials = result.trials;
   config.search = r.search;
   config.search_wall_s = platform.seconds_since_start() - started;
-  config.grid_equivalent_s = static_cast<double>(space.candidates().size()) * r.trial_s;
+  config.grid_equivalent_s = grid_equivalent_seconds();
+  config.space_workers_max = space.workers.back();
+  config.worker_cap = cap.workers;
+  config.worker_cap_because = cap.because;
+  config.limited_by_cap = result.limited_by_cap;
   config.reason = choice.reason;
   config.partial = result.stopped_early;
   config.machine = budget.machine;
@@ -505,12 +613,9 @@ tune::TunedConfig Session::choose_phase() {
     }
   }
   std::sort(errors.begin(), errors.end());
-  const double model_error = errors.empty() ? 0.1 : errors[errors.size() / 2];
-  const auto [seed_lo, seed_hi] = seed_interval(m.workload, node, chosen);
-  const double measured = choice.chosen.samples_per_s;
-  const auto width = tune::interval_width(model_error, (seed_hi - seed_lo) / std::max(1.0, 2 * model_of_chosen.samples_per_s),
-                                         tune::repeat_spread(result.trials));
-  const double half = width.half;
+  const double model_error = errors.empty() ? 0 : errors[errors.size() / 2];
+  const tune::Interval interval = chosen_interval(chosen, model_error);
+  config.trials = result.trials;  // with the chosen config's repeat
   // For --exec, the model calibrated to the other configs' trials
   // (leave-one-out, so the chosen config's own trial does not grade itself).
   tune::SimOptions cal_options;
@@ -523,10 +628,12 @@ tune::TunedConfig Session::choose_phase() {
   cal.samples_per_s = model_of_chosen.samples_per_s;
   if (!r.exec.empty()) cal = tune::calibrate(m.workload, node, result.trials, chosen, cal_options);
   const double model_scaled = cal.samples_per_s;  // the raw simulation when no other trial succeeded
-  config.prediction = {measured, measured * std::max(0.0, 1 - half), measured * (1 + half), measured * budget.ranks,
-                       choice.chosen.starvation, model_scaled};
+  const double measured = interval.samples_per_s > 0 ? interval.samples_per_s : choice.chosen.samples_per_s;
+  config.prediction = {measured, interval.low, interval.high, measured * budget.ranks, choice.chosen.starvation,
+                       model_scaled};
+  config.prediction.interval_given = interval.given;
+  config.prediction.interval_because = interval.because;
   config.prediction.model_raw_samples_per_s = model_of_chosen.samples_per_s;
-  config.prediction.interval_because = width.because;
   config.prediction.sample_factor = cal.sample_factor;
   config.prediction.step_factor = cal.step_factor;
   config.prediction.calibration_trials = cal.trials_used;
@@ -542,14 +649,15 @@ tune::TunedConfig Session::choose_phase() {
                               model_of_chosen.samples_per_s, platform.scratch_space());
   record_workload(config);
 
-  rep.line(fmt::format("predicted {:.0f} samples/s per rank (interval {:.0f}-{:.0f}: {}); the model says {:.0f} ({})",
-                       config.prediction.samples_per_s, config.prediction.low, config.prediction.high,
-                       config.prediction.interval_because,
+  rep.line(fmt::format("predicted {:.0f} samples/s per rank ({}); the model says {:.0f} ({})",
+                       config.prediction.samples_per_s,
+                       interval.given ? fmt::format("interval {:.0f}-{:.0f}: {}", interval.low, interval.high, interval.because)
+                                      : "no interval: " + interval.because,
                        config.prediction.model_samples_per_s,
                        model_source(r, config.prediction, cal)));
   for (const auto& e : config.environment) rep.line(fmt::format("set {}={}: {}", e.name, e.value, e.because));
   for (const auto& a : config.cache) rep.line(fmt::format("cache ({}): {}", a.tier, a.because));
-  rep.line(fmt::format("{} trials in {:.0f} s (a grid of full trials over the same {} configs: {:.0f} s)",
+  rep.line(fmt::format("{} trials in {:.0f} s (a grid of full trials over the same {} configs: about {:.0f} s)",
                        result.trials.size(), config.search_wall_s, space.candidates().size(), config.grid_equivalent_s));
   if (result.stopped_early) rep.line("stopped early (Ctrl-C or --budget): this is the best config found so far");
   platform.write_config(r, config);

@@ -1,6 +1,8 @@
 // `gpufeed check --config FILE`: the CI gate. Re-measures the tuned config on
 // this machine and fails (exit 4) when it does not fit or falls short of its
 // prediction by more than --tolerance (docs/tune.md).
+#include <sys/resource.h>
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -16,6 +18,7 @@
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
 #include "gpufeed/trace/job_wait_trace.hpp"
+#include "gpufeed/trace/proc_reader.hpp"
 #include "gpufeed/tune/config.hpp"
 #include "gpufeed/units.hpp"
 #include "tune_trials.hpp"
@@ -26,7 +29,8 @@ namespace {
 struct CheckOptions {
   std::string config_path;
   double tolerance = 0.10;
-  double seconds = 10;
+  int steps = 60;        // steady steps after the warm-up, as tune's full trial
+  double seconds = 120;  // the cap
   std::string data;    // overrides the config's dataset
   std::string device = "auto";
   std::string exec;  // the job to run, given here: a config never runs a command by itself
@@ -66,6 +70,19 @@ std::string job_to_run(const tune::TunedConfig& c, const CheckOptions& o) {
   return o.exec;
 }
 
+// The most workers per rank this machine holds: its free memory and its
+// open-file limit (a config's page-locked memory is checked on its own).
+tune::WorkerCap this_machines_worker_cap(const tune::TunedConfig& c, int ranks) {
+  tune::WorkerCapInputs in;
+  if (const auto mem = ProcReader().meminfo()) in.mem_available = mem->available_bytes / static_cast<std::uint64_t>(2 * ranks);
+  in.bytes_per_worker = c.workload.target == "exec" ? 64ULL << 20 : 4ULL << 20;
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    in.open_files = files.rlim_cur / static_cast<std::uint64_t>(ranks);
+  }
+  return tune::worker_cap(in);
+}
+
 int run_check(CheckOptions& o, Context& ctx) {
   ctx.check_json_target(o.output);
   const Json doc = load(o.config_path);
@@ -88,16 +105,21 @@ int run_check(CheckOptions& o, Context& ctx) {
     const int usable = probe.process ? probe.process->usable_cpus() : 1;
     const int ranks = std::max(1, c.workload.ranks);
     const int workers = c.chosen.workers * ranks;
-    // Workers waiting on storage sleep: up to 4 per core is what tune tries.
-    items.push_back({"cores", workers <= 4 * usable,
-                     fmt::format("{} workers x {} rank(s) = {} against {} usable CPUs (at most 4 workers per CPU)",
-                                 c.chosen.workers, ranks, workers, usable)});
     std::uint64_t budget = 0;
     for (const auto& rb : probe.budget.ranks) budget = budget ? std::min(budget, rb.prefetch_bytes) : rb.prefetch_bytes;
+    // What the config's batches take, whatever its own record says (a config is edited).
+    const std::uint64_t pinned = std::max<std::uint64_t>(
+        c.pinned_bytes_per_rank, static_cast<std::uint64_t>(c.chosen.workers) * static_cast<std::uint64_t>(c.chosen.prefetch_factor) *
+                                     static_cast<std::uint64_t>(c.batch_size) * c.workload.sample_bytes);
+    // The workers this machine can hold (search.hpp: worker_cap, as tune caps its space).
+    const tune::WorkerCap cap = this_machines_worker_cap(c, ranks);
+    items.push_back({"workers", c.chosen.workers <= cap.workers,
+                     fmt::format("{} workers per rank; this machine allows {} ({})", c.chosen.workers, cap.workers,
+                                 cap.because)});
     if (budget > 0) {
-      items.push_back({"memory", c.pinned_bytes_per_rank <= budget,
-                       fmt::format("{} page-locked per rank against a budget of {} per rank",
-                                   format_bytes(c.pinned_bytes_per_rank), format_bytes(budget))});
+      items.push_back({"memory", pinned <= budget,
+                       fmt::format("{} page-locked per rank against a budget of {} per rank", format_bytes(pinned),
+                                   format_bytes(budget))});
     }
     const bool fits = std::all_of(items.begin(), items.end(), [](const CheckItem& i) { return i.ok; });
     if (c.workload.target == "simulate") {
@@ -145,16 +167,30 @@ int run_check(CheckOptions& o, Context& ctx) {
         setup.step_cpu_ms = c.workload.step_cpu_ms;
         setup.ranks = ranks;
         setup.batch_size = c.batch_size;
+        setup.access = {c.workload.stats_per_sample, c.workload.extra_opens_per_sample};
         setup.stop = &stop.flag();
         runner = std::make_unique<BuiltinTrialRunner>(setup);
       }
       const auto started = std::chrono::steady_clock::now();
-      const auto trial = runner->run(c.chosen, o.seconds);
+      const auto trial = runner->run(c.chosen, tune::TrialLength{o.steps, o.seconds});
       // A cancelled CI job must never pass (nor fail on a part of a run).
       if (stop.flag().load()) {
         throw runtime_error(fmt::format("check was interrupted after {:.1f} s; no verdict",
                                         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()),
                             "run it again to the end");
+      }
+      // Oversubscription is judged from the CPU the run used, not by
+      // counting: workers that wait on storage sleep, and more of them than
+      // cores is fine until their samples use the cores up.
+      const double share = tune::cpu_share(trial, usable, ranks);
+      if (trial.ok) {
+        items.push_back(
+            {"cores", !(workers > usable && share >= 0.95),
+             share > 0 ? fmt::format("{} workers x {} rank(s) = {} on {} usable CPUs used {:.0f}% of them{}", c.chosen.workers,
+                                     ranks, workers, usable, share * 100,
+                                     workers > usable && share >= 0.95 ? ": more workers than CPUs, all busy (oversubscribed)" : "")
+                       : fmt::format("{} workers x {} rank(s) = {} on {} usable CPUs (their CPU was not measured)",
+                                     c.chosen.workers, ranks, workers, usable)});
       }
       if (!trial.ok) {
         items.push_back({"throughput", false, "the run failed: " + trial.note});
@@ -163,7 +199,8 @@ int run_check(CheckOptions& o, Context& ctx) {
         const double floor = c.prediction.samples_per_s * (1 - o.tolerance);
         items.push_back({"throughput", *measured >= floor,
                          fmt::format("measured {:.0f} samples/s per rank; predicted {:.0f} (-{:g}% allowed: at least {:.0f})",
-                                     *measured, c.prediction.samples_per_s, o.tolerance * 100, floor)});
+                                     *measured, c.prediction.samples_per_s, o.tolerance * 100, floor) +
+                             (trial.capped ? " (" + trial.note + ")" : "")});
       }
     }
   }
@@ -206,8 +243,10 @@ Command add_check_command(CLI::App& app) {
       ->check(input_path("--config", kConfigRole))->required()->type_name("FILE");
   cmd->add_option("--tolerance", o->tolerance, "Allowed shortfall against the prediction")
       ->check(real_in("--tolerance", {0, 0.99, "a share", false, "0.1"}))->default_val(0.10);
-  cmd->add_option("--seconds", o->seconds, "How long to measure")
-      ->check(real_in("--seconds", {0, 86400, "seconds", true, "10"}))->default_val(10);
+  cmd->add_option("--steps", o->steps, "Steady-state steps to measure after the warm-up (prefetch x workers batches)")
+      ->check(whole_in("--steps", {1, 1000000, "steps", false, "60"}))->default_val(60);
+  cmd->add_option("--seconds", o->seconds, "The most the measurement may take (a run it cuts short says so)")
+      ->check(real_in("--seconds", {0, 86400, "seconds", true, "120"}))->default_val(120);
   cmd->add_option("--data", o->data, "Measure on this dataset instead of the config's");
   cmd->add_option("--device", o->device, "auto, cuda, hip, host or cpu")
       ->check(one_of("--device", {"auto", "cuda", "hip", "host", "cpu"}))->default_val("auto");
@@ -216,7 +255,7 @@ Command add_check_command(CLI::App& app) {
                   "file itself, so give it here (usually the config's workload.exec)")
       ->type_name("CMD");
   add_output_options(*cmd, o->output);
-  cmd->footer("Exit codes: 0 pass, 4 check failed (too slow, too many workers for this machine's cores, page-locked\n"
+  cmd->footer("Exit codes: 0 pass, 4 check failed (too slow, more workers than CPUs with every CPU busy, page-locked\n"
               "memory over the budget, or an unknown config schema), 2 bad input, 1 the run failed or was interrupted\n"
               "(no verdict). A config from tune --exec names its job, but check runs only a command given with\n"
               "--exec on its own command line.\n\n"

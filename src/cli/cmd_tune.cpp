@@ -39,7 +39,8 @@ Command add_tune_command(CLI::App& app) {
       ->check(one_of("--search", {"model", "grid"}))->default_val("model");
   cmd->add_option("--exec", r->exec,
                   "Tune your own job instead of the built-in loader: a command with {num_workers}, "
-                  "{prefetch_factor}, {pin_memory} and {batch_size}, run once per trial")
+                  "{prefetch_factor}, {pin_memory}, {batch_size} and {steps} (the trial's warm-up plus steady steps, for a job "
+                  "that can stop after so many batches), run once per trial")
       ->type_name("CMD")->group("Your job");
   cmd->add_option("--metric-regex", r->metric_regex, "Where --exec prints its throughput (group 1)")
       ->default_val("samples/s: ([0-9.]+)")->group("Your job");
@@ -48,10 +49,26 @@ Command add_tune_command(CLI::App& app) {
                   "prints none, trace its training loop (eBPF, as root) and count the batches its waits for data "
                   "end, as diagnose does")
       ->check(one_of("--metric", {"output", "data-wait"}))->default_val("output")->group("Your job");
-  cmd->add_option("--trial-seconds", r->trial_s, "Length of a full trial (and the time bound of an --exec trial)")
-      ->check(real_in("--trial-seconds", {0, 86400, "seconds", true, "10"}))->default_val(10);
-  cmd->add_option("--first-round-seconds", r->first_round_s, "Length of the short round that weeds out losers")
-      ->check(real_in("--first-round-seconds", {0, 86400, "seconds", true, "4"}))->default_val(4);
+  cmd->add_option("--trial-steps", r->trial_steps,
+                  "Steady-state steps a full trial measures, after its warm-up (the first batch and prefetch x "
+                  "workers batches)")
+      ->check(whole_in("--trial-steps", {1, 1000000, "steps", false, "60"}))->default_val(60);
+  cmd->add_option("--short-steps", r->short_steps, "Steady-state steps of the short round that weeds out losers")
+      ->check(whole_in("--short-steps", {1, 1000000, "steps", false, "20"}))->default_val(20);
+  cmd->add_option("--trial-seconds", r->trial_s,
+                  "The most a full trial may take; a trial it cuts short of its steps says so")
+      ->check(real_in("--trial-seconds", {0, 86400, "seconds", true, "120"}))->default_val(120);
+  cmd->add_option("--first-round-seconds", r->first_round_s, "The most a short-round trial may take")
+      ->check(real_in("--first-round-seconds", {0, 86400, "seconds", true, "40"}))->default_val(40);
+  cmd->add_option("--first-figure-seconds", r->first_figure_s,
+                  "--exec: the most the first trial waits for the job's first figure (its start-up and reporting "
+                  "interval size the later trials)")
+      ->check(real_in("--first-figure-seconds", {0, 86400, "seconds", true, "300"}))->default_val(300)->group("Your job");
+  cmd->add_option("--access", r->access,
+                  "What the job calls per sample, replayed by the storage measurement and the trials: auto (a "
+                  "directory: stat-open-read, as ImageFolder; other stores: open-read), stat-open-read or open-read; "
+                  "--from sets the calls the diagnosis counted")
+      ->check(one_of("--access", {"auto", "stat-open-read", "open-read"}))->default_val("auto")->group("Per sample");
   cmd->add_option("--measure-seconds", r->measure_level_s, "Time per storage concurrency level in phase 2 (a level runs on to 12 samples, for at most 3x this)")
       ->check(real_in("--measure-seconds", {0, 3600, "seconds", true, "1.5"}))->default_val(1.5);
   cmd->add_option("--budget", r->budget_s, "Wall-time budget in seconds; the best config so far is written when it ends")
@@ -60,7 +77,9 @@ Command add_tune_command(CLI::App& app) {
       ->check(size_value("--mem-budget"))->type_name("SIZE");
   cmd->add_option("--tolerance", r->tolerance, "Pick the cheapest config within this share of the best")
       ->check(real_in("--tolerance", {0, 0.99, "a share", false, "0.02"}))->default_val(0.02);
-  cmd->add_option("--max-workers", r->max_workers, "Most workers per rank to consider (default 4 per core, at most 32)")
+  cmd->add_option("--max-workers", r->max_workers,
+                  "Most workers per rank to consider (default: what memory, open files and the page-locked budget "
+                  "allow, at most 256; the space starts at 4 per core and grows while workers are I/O-bound)")
       ->check(whole_in("--max-workers", {1, 4096, "workers", false, "16"}));
   cmd->add_flag("--try-unpinned", r->both_pin, "Also try pin_memory=False");
   cmd->add_flag("--bind", r->bind, "Bind trial workers to each rank's NUMA-local cores");

@@ -65,10 +65,25 @@ struct JobGuard {
 
 }  // namespace
 
-tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
+// How long a trial waits for the job's first figure: the first trial (its
+// pacing unknown) up to the first-figure cap; later ones twice the start-up
+// the earlier ones showed (a job that prints once, at its end: 1.5x its
+// run), at least the length's cap. Past its first figure a trial runs until
+// the figures cover the length's steady steps at the job's own rate (and
+// two of its reporting intervals), for at most the length's cap. A job that
+// ends by itself ends its trial.
+double ExecTrialRunner::startup_cap_seconds(const tune::TrialLength& length) const {
+  const double first_cap = std::max(length.max_seconds, setup_.most_seconds);
+  if (!pacing_.figures_seen) return first_cap;
+  const double learned = pacing_.ends_by_itself ? 1.5 * pacing_.run_s : 2 * pacing_.startup_s;
+  return std::min(first_cap, std::max(length.max_seconds, learned));
+}
+
+tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLength& length) {
   tune::Trial trial;
   trial.candidate = c;
-  const std::string command = expand_command(setup_.command, c, setup_.batch_size);
+  const std::uint64_t steps = warmup_batches(c) + static_cast<std::uint64_t>(std::max(1, length.steps));
+  const std::string command = expand_command(setup_.command, c, setup_.batch_size, steps);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw runtime_error("cannot create a pipe for --exec");
   const auto start = Clock::now();
@@ -95,57 +110,56 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   bool asked_to_stop = false;
   bool out_of_time = false;  // the trial's time ran out while the job still ran
   int status = 0;
-  auto deadline = start + std::chrono::duration<double>(seconds);
-  const double longest = std::max(seconds, setup_.most_seconds);
-  bool ran_on = false;  // past `seconds`, waiting for the job's first figure
+  const double startup_cap = startup_cap_seconds(length);
+  auto deadline = start + std::chrono::duration<double>(startup_cap);
+  bool capped = false;  // the steady part was cut at the length's cap
   // The job's CPU by role: a snapshot of its processes when it first prints
   // its metric (past its start-up: imports, spawning workers), and the
   // latest one, each second (a walk of /proc costs a little CPU), until its
   // time is up.
   bool metric_seen = false;
   std::vector<tune::JobProcess> cpu_first, cpu_last;
-  Clock::time_point cpu_first_at, cpu_last_at;
+  Clock::time_point cpu_first_at, cpu_last_at, last_figure_at;
+  std::vector<double> gaps_s;  // between the job's figures
   auto snapshot = [&] {
     cpu_last = snapshot_job(pid);
     cpu_last_at = Clock::now();
   };
-  // The data-wait metric's "first figure": the trace's window opened.
-  auto on_first_figure = [&] {
-    metric_seen = true;
-    snapshot();
-    cpu_first = cpu_last;
-    cpu_first_at = cpu_last_at;
-    if (ran_on) {
-      deadline = std::min(start + std::chrono::duration<double>(longest),
-                          cpu_first_at + std::chrono::duration<double>(seconds / 2));
-      trial.note = fmt::format("no figure within the trial's {:g} s: ran on to its first, {:.1f} s in", seconds,
-                               std::chrono::duration<double>(cpu_first_at - start).count());
+  // Past the first figure: the steady steps at the job's rate (a traced
+  // loop: at its known step), and two reporting intervals, within the cap.
+  auto steady_deadline = [&](double rate) {
+    double need = 1.0;
+    if (rate > 0) need = std::max(need, length.steps * setup_.batch_size / rate);
+    if (trace) need = std::max(need, known_step_ms() > 0 ? length.steps * known_step_ms() / 1e3 : length.max_seconds / 2);
+    if (!gaps_s.empty()) need = std::max(need, 2 * gaps_s.back());
+    else if (pacing_.interval_s > 0) need = std::max(need, 2 * pacing_.interval_s);
+    capped = need > length.max_seconds;
+    return cpu_first_at + std::chrono::duration<double>(std::min(need, length.max_seconds));
+  };
+  auto on_figure = [&](double rate) {
+    const auto now = Clock::now();
+    if (!metric_seen) {
+      metric_seen = true;
+      snapshot();
+      cpu_first = cpu_last;
+      cpu_first_at = cpu_last_at;
+      const double in = std::chrono::duration<double>(now - start).count();
+      if (in > length.max_seconds) {
+        trial.note = fmt::format("ran on to its first figure, {:.1f} s in, past the round's {:g} s cap", in, length.max_seconds);
+      }
+    } else {
+      gaps_s.push_back(std::chrono::duration<double>(now - last_figure_at).count());
     }
+    last_figure_at = now;
+    deadline = steady_deadline(rate);
   };
   for (;;) {
     if (trace && !asked_to_stop) {
       trace->tick();
-      if (!metric_seen && trace->window_open()) on_first_figure();
+      if (!metric_seen && trace->window_open()) on_figure(0);
     }
     if (metric_seen && !asked_to_stop && Clock::now() - cpu_last_at >= std::chrono::seconds(1)) snapshot();
     const bool stopping = setup_.stop && setup_.stop->load();
-    if (!asked_to_stop && !stopping && !metric_seen && !ran_on && longest > seconds && Clock::now() >= deadline) {
-      // No figure yet: a short round shorter than this start-up (a cold
-      // page cache under torch's imports) would end with nothing. Run on.
-      ran_on = true;
-      deadline = start + std::chrono::duration<double>(longest);
-    }
-    if (trace && !asked_to_stop && !stopping && metric_seen && !ran_on && longest > seconds &&
-        Clock::now() >= deadline && trace->window_seconds() < seconds / 2) {
-      // Traced for less than half the trial once settled (the job's
-      // start-up took the rest): too few steps to count. Run on to that.
-      ran_on = true;
-      deadline = std::min(start + std::chrono::duration<double>(longest),
-                          Clock::now() + std::chrono::duration<double>(seconds / 2 - trace->window_seconds()));
-      trial.note = fmt::format("the job started its workers {:.1f} s into the trial's {:g} s: traced on for {:g} s "
-                               "after they settled",
-                               std::chrono::duration<double>(cpu_first_at - start).count(), seconds, seconds / 2);
-    }
     if (!asked_to_stop && (stopping || Clock::now() >= deadline)) {
       if (metric_seen) snapshot();
       if (trace) traced = trace->finish();  // detach before the job is signalled
@@ -154,6 +168,13 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
       siginfo_t info{};  // peek, without reaping: is the job itself still running?
       const bool running = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
       out_of_time = running && !(setup_.stop && setup_.stop->load());
+      if (out_of_time && (capped || !metric_seen)) {
+        trial.capped = true;
+        const std::string why = metric_seen ? fmt::format("the {:g} s cap ended it before its {} steady steps",
+                                                          length.max_seconds, length.steps)
+                                            : fmt::format("no figure within {:.0f} s", startup_cap);
+        trial.note += (trial.note.empty() ? "" : "; ") + why;
+      }
       kill(-pid, SIGTERM);
       asked_to_stop = true;
       deadline = Clock::now() + std::chrono::seconds(5);
@@ -171,9 +192,9 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
         const auto line_start = output.rfind('\n');
         const std::size_t scan_from = line_start == std::string::npos ? 0 : line_start + 1;
         output.append(buf, static_cast<std::size_t>(n));
-        if (!trace && !metric_seen && !asked_to_stop &&
+        if (!trace && !asked_to_stop &&
             has_figure(output.cbegin() + static_cast<std::ptrdiff_t>(scan_from), output.cend(), metric_)) {
-          on_first_figure();
+          on_figure(last_figure(output, metric_).last.value_or(0));
         }
         if (output.size() > (1 << 20)) output.erase(0, output.size() - (1 << 19));  // keep the tail
         continue;
@@ -193,9 +214,11 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
   exited = end_process_group(pid, status, std::chrono::seconds(3)) && WIFEXITED(status);
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (interrupted(trial, setup_.stop)) return trial;
+  const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+  if (metric_seen) learn_pacing(std::chrono::duration<double>(cpu_first_at - start).count(), gaps_s,
+                                !asked_to_stop && !job_failed, trial.seconds);
   if (setup_.data_wait) {
     const double window = std::chrono::duration<double>(cpu_last_at - cpu_first_at).count();
-    const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
     const bool interrupted = setup_.stop && setup_.stop->load();
     read_wait_metric(trial, *traced, out_of_time, job_failed, interrupted, output);
     if (trial.ok && metric_seen && !cpu_first.empty() && window >= 1.0) {
@@ -222,13 +245,25 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
     // is ours, and a longer trial can still measure it. Not so a job that
     // had already failed (its workers holding the output open), nor Ctrl-C.
     trial.too_short = out_of_time;
-    const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
-    trial.note = job_failed
-                     ? fmt::format("the job failed (status {}) before printing the metric: {}", WEXITSTATUS(status),
-                                   output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1))
-                     : !std::regex_search(output, metric_)
-                           ? "no output line matched --metric-regex within the trial time (raise --trial-seconds?)"
-                           : "the job's metric read only 0 within the trial time (still starting up?): raise --trial-seconds";
+    if (job_failed) {
+      trial.note = fmt::format("the job failed (status {}) before printing the metric: {}", WEXITSTATUS(status),
+                               output.substr(last_line_start == std::string::npos ? 0 : last_line_start + 1));
+      return trial;
+    }
+    // A job that never printed a figure in the whole of its first trial
+    // (it ran to its end, or to the first-figure cap) will print none in
+    // the next: one error, naming the metric that needs no output.
+    if (!pacing_.figures_seen && !std::regex_search(output, metric_)) {
+      throw usage_error(
+          fmt::format("--exec: the job printed no line matching --metric-regex '{}' {} ({:.0f} s, {} bytes of output)",
+                      setup_.metric_regex, out_of_time ? "within the first-figure cap (--first-figure-seconds)" : "in its whole run",
+                      trial.seconds, output.size()),
+          "have it print its throughput (e.g. 'samples/s: 123'), give --metric-regex for a line it prints, or use "
+          "--metric data-wait to read it from the job's waits for data (eBPF, as root)");
+    }
+    trial.note = !std::regex_search(output, metric_)
+                     ? fmt::format("no output line matched --metric-regex within the trial's {:.0f} s", startup_cap)
+                     : "the job's metric read only 0 within the trial (still starting up?)";
     return trial;
   }
   trial.samples_per_s = *value;
@@ -240,6 +275,21 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, double seconds) {
                          setup_.batch_size, setup_.ranks);
   }
   return trial;
+}
+
+void ExecTrialRunner::learn_pacing(double startup_s, const std::vector<double>& gaps_s, bool ended_by_itself,
+                                   double run_s) {
+  const bool first = !pacing_.figures_seen;
+  pacing_.figures_seen = true;
+  pacing_.startup_s = first ? startup_s : std::max(pacing_.startup_s, startup_s);
+  if (!gaps_s.empty()) {
+    std::vector<double> sorted = gaps_s;
+    std::sort(sorted.begin(), sorted.end());
+    pacing_.interval_s = quantile_sorted(sorted, 0.5);
+  }
+  // One figure, at its end: a job that reports when it finishes.
+  pacing_.ends_by_itself = ended_by_itself && gaps_s.empty();
+  if (pacing_.ends_by_itself) pacing_.run_s = std::max(pacing_.run_s, run_s);
 }
 
 double ExecTrialRunner::known_step_ms() const {

@@ -70,8 +70,9 @@ Measured measure_for_tune(const MeasureRequest& r) {
   storage.stop = r.stop;
   storage.on_level = [&](const loader::StorageLevel& l) {
     if (r.progress) {
-      r.progress(fmt::format("storage at concurrency {}: read p50 {:.2f} ms, p99 {:.2f} ms{}", l.concurrency, l.read.p50_ms,
-                             l.read.p99_ms,
+      const auto access = loader::summarise_latencies(loader::access_latencies(l, r.access));
+      r.progress(fmt::format("storage at concurrency {}: {} p50 {:.2f} ms, p99 {:.2f} ms{}", l.concurrency,
+                             loader::describe(r.access), access.p50_ms, access.p99_ms,
                              l.ran_on ? fmt::format(" ({} samples: ran {:.1f} s, past its {:g} s, for at least {})",
                                                     l.samples, l.wall_s, r.seconds_per_level, kMinSamplesPerLevel)
                                       : ""));
@@ -79,7 +80,10 @@ Measured measure_for_tune(const MeasureRequest& r) {
   };
   m.storage = loader::measure_storage(*r.source, *r.samples, storage);
   for (const auto& level : m.storage.levels) {
-    if (!level.read_ms.empty()) m.workload.storage.levels.push_back({level.concurrency, tune::Distribution(level.read_ms)});
+    // Each access as the job makes it: its stats and opens, then the read.
+    if (!level.accesses.empty()) {
+      m.workload.storage.levels.push_back({level.concurrency, tune::Distribution(loader::access_latencies(level, r.access))});
+    }
   }
   if (const int pooled = tune::pool_where_faster_under_load(m.workload.storage); pooled > 0 && r.progress) {
     r.progress(fmt::format("storage: {} level{} answered faster than a lower one (noise of a short measurement): pooled "

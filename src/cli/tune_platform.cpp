@@ -1,5 +1,6 @@
 #include "tune_platform.hpp"
 
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include "bench_setup.hpp"
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/cpulist.hpp"
+#include "gpufeed/trace/proc_reader.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/units.hpp"
 #include "pytorch_probe.hpp"
@@ -56,6 +58,11 @@ app::TuneBudget node_budget(const app::TuneRequest& r, const Io& io) {
   }
   b.worker_cores = cores;
   if (!r.mem_budget.empty()) b.mem_per_rank = parse_size(r.mem_budget, "--mem-budget");
+  // What caps the workers (search.hpp: worker_cap): the memory the host
+  // has free, and the open-file limit this process and its jobs inherit.
+  if (const auto mem = ProcReader().meminfo()) b.mem_available = mem->available_bytes;
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) b.open_files = files.rlim_cur;
   return b;
 }
 

@@ -69,12 +69,20 @@ int run_simulate(const TuneRequest& r, Context& ctx, app::TuneReporter& rep) {
   const auto node = tune::node_from(*hw);
   const auto w = tune::workload_from(*wl, *hw);
   rep.phase(3, fmt::format("model: {} ({} ranks, {:.0f} worker cores) x {}", hw->name, node.ranks, node.worker_cores, wl->name));
-  const int max_workers =
-      r.max_workers > 0 ? r.max_workers : std::clamp(static_cast<int>(std::lround(node.worker_cores / node.ranks * 4)), 1, 32);
-  const auto space = tune::default_space(max_workers, r.both_pin);
   const std::uint64_t mem = static_cast<std::uint64_t>(hw->memory_gib * 0.25 / hw->gpus * 1073741824.0);
+  // The space as tune's: 4 workers per core, grown while the best
+  // prediction sits at its edge, up to the cap.
+  tune::WorkerCapInputs caps;
+  caps.user_max = r.max_workers;
+  caps.batch_bytes = w.batch_bytes;
+  caps.pinned_per_rank = mem;
+  const auto cap = tune::worker_cap(caps);
+  const int edge = std::min(cap.workers, std::max(1, static_cast<int>(std::lround(node.worker_cores / node.ranks * 4))));
   std::vector<std::string> excluded;
-  const auto predictions = predict_all(w, node, space, mem, excluded);
+  std::vector<tune::Prediction> predictions;
+  tune::widen_to_the_bottleneck(
+      tune::default_space(edge, r.both_pin), cap.workers, r.tolerance,
+      [&](const tune::SearchSpace& s) { return predict_all(w, node, s, mem, excluded); }, predictions);
   if (predictions.empty()) throw usage_error("no candidate fits the memory budget", "lower --batch-size");
   for (const auto& e : excluded) rep.line("excluded (memory): " + e);
   const auto chosen =
@@ -143,6 +151,9 @@ void apply_diagnosis(TuneRequest& r) {
                               job.step_note.empty() ? "" : " (" + job.step_note + ")");
   r.job_cpu_ms = job.worker_cpu_ms;
   r.loop_cpu_ms_per_sample = job.loop_cpu_ms;
+  if (job.stats_per_file >= 0 && r.access == "auto") {
+    r.access_from = loader::AccessPattern{job.stats_per_file, std::max(0, job.extra_opens_per_file)};
+  }
 }
 
 // --metric: how an --exec job's throughput is read. data-wait's tracer

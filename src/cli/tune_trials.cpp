@@ -15,7 +15,7 @@ namespace gpufeed::cli {
 
 using Clock = std::chrono::steady_clock;
 
-tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, double seconds) {
+tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, const tune::TrialLength& length) {
   tune::Trial trial;
   trial.candidate = c;
   const auto start = Clock::now();
@@ -39,8 +39,13 @@ tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, double seconds) {
         // Ranks start at different places in the dataset, like DistributedSampler shards.
         config.shuffle = setup_.ranks > 1;
         config.seed = static_cast<std::uint64_t>(r);
+        config.stats_per_sample = setup_.access.stats;
+        config.extra_opens_per_sample = setup_.access.extra_opens;
         loader::LoaderRun run{*setup_.source, *setup_.samples, *setup_.transform, *device, *step, config, {}, {}};
-        run.limits.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
+        // The warm-up (prefetch x workers batches, excluded from the
+        // figures), then the steady steps; the cap ends it earlier.
+        run.limits.batches = warmup_batches(c) + static_cast<std::uint64_t>(std::max(1, length.steps));
+        run.limits.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(length.max_seconds * 1e9));
         run.hooks.stop = setup_.stop;
         if (!setup_.rank_cpus.empty()) {
           const auto cpus = setup_.rank_cpus[static_cast<std::size_t>(r) % setup_.rank_cpus.size()];
@@ -75,10 +80,31 @@ tune::Trial BuiltinTrialRunner::run(const tune::Candidate& c, double seconds) {
     transform.merge(f.transform);
     transform_cpu_ns += f.transform_cpu_ns;
   }
+  // The steps every rank measured after its warm-up; short of the length
+  // asked, the cap cut the trial.
+  std::uint64_t steady = figures.front().batches;
+  bool from_start = false;
+  for (const auto& f : figures) {
+    steady = std::min(steady, f.batches);
+    from_start = from_start || f.steady_from_start;
+  }
+  trial.steady_steps = from_start ? 0 : static_cast<int>(steady);
+  if (trial.steady_steps < length.steps) {
+    trial.capped = true;
+    trial.note = from_start ? fmt::format("the {:g} s cap ended it inside its warm-up of {} batches: the whole run "
+                                          "counted, warm-up and all",
+                                          length.max_seconds, warmup_batches(c))
+                            : fmt::format("the {:g} s cap ended it after {} of its {} steady steps", length.max_seconds,
+                                          trial.steady_steps, length.steps);
+  }
   trial.transform_ms = transform.mean_ns() / 1e6;
   trial.transform_samples = transform.count;
   if (transform.count) trial.transform_cpu_ms = static_cast<double>(transform_cpu_ns) / 1e6 / static_cast<double>(transform.count);
   return trial;
+}
+
+std::uint64_t warmup_batches(const tune::Candidate& c) {
+  return static_cast<std::uint64_t>(std::max(1, c.workers)) * static_cast<std::uint64_t>(std::max(1, c.prefetch_factor));
 }
 
 bool interrupted(tune::Trial& trial, const std::atomic<bool>* stop) {
@@ -89,7 +115,7 @@ bool interrupted(tune::Trial& trial, const std::atomic<bool>* stop) {
   return true;
 }
 
-std::string expand_command(const std::string& command, const tune::Candidate& c, int batch_size) {
+std::string expand_command(const std::string& command, const tune::Candidate& c, int batch_size, std::uint64_t steps) {
   std::string out;
   for (std::size_t i = 0; i < command.size();) {
     if (command[i] != '{') {
@@ -103,9 +129,10 @@ std::string expand_command(const std::string& command, const tune::Candidate& c,
     else if (name == "prefetch_factor") out += std::to_string(c.prefetch_factor);
     else if (name == "pin_memory") out += c.pin_memory ? "1" : "0";
     else if (name == "batch_size") out += std::to_string(batch_size);
+    else if (name == "steps") out += std::to_string(steps);
     else {
       throw usage_error(fmt::format("--exec: unknown placeholder {{{}}}", name),
-                        "use {num_workers}, {prefetch_factor}, {pin_memory} (1/0) and {batch_size}");
+                        "use {num_workers}, {prefetch_factor}, {pin_memory} (1/0), {batch_size} and {steps}");
     }
     i = close + 1;
   }

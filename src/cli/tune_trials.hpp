@@ -25,7 +25,7 @@ using app::ExecTrialSetup;
 class BuiltinTrialRunner final : public tune::TrialRunner {
  public:
   explicit BuiltinTrialRunner(BuiltinTrialSetup setup) : setup_(std::move(setup)) {}
-  tune::Trial run(const tune::Candidate& c, double seconds) override;
+  tune::Trial run(const tune::Candidate& c, const tune::TrialLength& length) override;
 
  private:
   BuiltinTrialSetup setup_;
@@ -36,16 +36,34 @@ class BuiltinTrialRunner final : public tune::TrialRunner {
 // marks it failed and says so; false when it ran to its end.
 bool interrupted(tune::Trial& trial, const std::atomic<bool>* stop);
 
-// Fills the placeholders; a usage error for an unknown one.
-std::string expand_command(const std::string& command, const tune::Candidate& c, int batch_size);
+// A trial's warm-up: prefetch x workers batches (the queue filled once).
+std::uint64_t warmup_batches(const tune::Candidate& c);
+
+// Fills the placeholders ({steps}: the trial's warm-up plus its steady
+// steps); a usage error for an unknown one.
+std::string expand_command(const std::string& command, const tune::Candidate& c, int batch_size,
+                           std::uint64_t steps = 0);
 
 class ExecTrialRunner final : public app::JobTrialRunner {
  public:
   explicit ExecTrialRunner(ExecTrialSetup setup);
-  tune::Trial run(const tune::Candidate& c, double seconds) override;
+  tune::Trial run(const tune::Candidate& c, const tune::TrialLength& length) override;
   double known_step_ms() const override;
 
+  // What the trials so far learned of how the job reports (tune --exec
+  // sizes later trials from it).
+  struct Pacing {
+    bool figures_seen = false;
+    double startup_s = 0;     // launch to first figure (the longest seen)
+    double interval_s = 0;    // between figures (0: one figure per run)
+    bool ends_by_itself = false;  // it printed one figure, when it ended
+    double run_s = 0;         // such a job's whole run
+  };
+  const Pacing& pacing() const { return pacing_; }
+
  private:
+  double startup_cap_seconds(const tune::TrialLength& length) const;
+  void learn_pacing(double startup_s, const std::vector<double>& gaps_s, bool ended_by_itself, double run_s);
   // --metric data-wait: the trial's figure from its trace.
   void read_wait_metric(tune::Trial& trial, const Evidence& traced, bool out_of_time, bool job_failed,
                         bool interrupted, const std::string& output);
@@ -53,6 +71,7 @@ class ExecTrialRunner final : public app::JobTrialRunner {
   ExecTrialSetup setup_;
   std::regex metric_;
   std::vector<double> steps_ms_;  // the job's step, from each trial whose loop's waits timed it
+  Pacing pacing_;
 };
 
 }  // namespace gpufeed::cli

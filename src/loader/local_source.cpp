@@ -63,6 +63,7 @@ class LocalSource final : public SampleSource {
         fs_type_(filesystem_of(options_.path, options_.mountinfo)) {}
 
   std::string kind() const override { return "local"; }
+  AccessPattern usual_access() const override { return manifest_ ? AccessPattern{0, 0} : AccessPattern{1, 0}; }
   std::string storage_type() const override { return fs_type_; }
   std::string describe() const override {
     return fmt::format("{} {} ({})", manifest_ ? "manifest" : "directory", options_.path.string(), fs_type_);

@@ -59,7 +59,7 @@ TEST_F(TuneDataWait, TheTracedFigureMatchesWhatTheJobPrints) {
   std::atomic<bool> stop{false};
   cli::ExecTrialRunner traced(cli::ExecTrialSetup{job(30), "samples/s: ([0-9.]+)", 8, &stop, 1, 0, true, 20.0});
   for (int workers : {1, 2}) {
-    const tune::Trial t = traced.run(tune::Candidate{workers, 8, true}, 8);
+    const tune::Trial t = traced.run(tune::Candidate{workers, 8, true}, tune::TrialLength{300, 8});
     ASSERT_TRUE(t.ok) << t.note;
     const double ratio = traced_over_printed(t);
     std::cout << "[ measured ] " << workers << " worker(s): traced " << t.samples_per_s << " samples/s (x" << ratio
@@ -79,7 +79,7 @@ TEST_F(TuneDataWait, UnderForkserverTheLoopIsTheForkServersParent) {
   std::atomic<bool> stop{false};
   cli::ExecTrialRunner traced(
       cli::ExecTrialSetup{job(30, "forkserver"), "samples/s: ([0-9.]+)", 8, &stop, 1, 0, true, 20.0});
-  const tune::Trial t = traced.run(tune::Candidate{2, 8, true}, 8);
+  const tune::Trial t = traced.run(tune::Candidate{2, 8, true}, tune::TrialLength{300, 8});
   ASSERT_TRUE(t.ok) << t.note;
   const double ratio = traced_over_printed(t);
   std::cout << "[ measured ] forkserver, 2 workers: traced " << t.samples_per_s << " samples/s (x" << ratio

@@ -30,8 +30,15 @@ class FakeSource final : public loader::SampleSource {
     for (std::size_t i = 0; i < count_; ++i) out.push_back({fmt::format("s/{}", i), 16, "v1"});
     return out;
   }
-  void stat(const loader::SampleInfo&) override { std::this_thread::sleep_for(latency_); }
-  void open(const loader::SampleInfo&) override { std::this_thread::sleep_for(latency_); }
+  void stat(const loader::SampleInfo&) override {
+    ++stats;
+    std::this_thread::sleep_for(latency_);
+  }
+  void open(const loader::SampleInfo&) override {
+    ++opens;
+    std::this_thread::sleep_for(latency_);
+  }
+  std::atomic<int> stats{0}, opens{0};  // calls, for the access-pattern tests
   void read(const loader::SampleInfo& s, std::vector<std::byte>& out) override {
     const int now = ++concurrent_;
     int seen = max_concurrent_.load();

@@ -245,7 +245,8 @@ TEST(TuneCli, ExecTargetRunsTheJobPerTrialAndReadsItsMetric) {
   EXPECT_NE(doc["search"]["reason"].get<std::string>().find("prefetch 8 rather than 1"), std::string::npos)
       << doc["search"]["reason"];
   EXPECT_EQ(doc["workload"]["target"], "exec");
-  EXPECT_EQ(doc["search"]["trials"].size(), 6u * 4u) << "grid: workers 1,2,3,4,6,8 x prefetch 1,2,4,8";
+  EXPECT_EQ(doc["search"]["trials"].size(), 6u * 4u + 1)
+      << "grid: workers 1,2,3,4,6,8 x prefetch 1,2,4,8, and the chosen config's repeat for its interval";
 }
 
 TEST(TuneCli, ExecTrialsAreTimeBoundAndStopTheJobsChildren) {
@@ -305,15 +306,49 @@ TEST(TuneCli, ExecJobSlowerToStartThanTheShortRoundRunsOnToItsFirstFigure) {
   EXPECT_EQ(doc["dataloader"]["num_workers"], 2);
 }
 
-// Slower to start than even a full trial: every trial ends for want of time,
-// saying the job's figure read only 0, and nothing is chosen.
-TEST(TuneCli, ExecJobSlowerToStartThanAFullTrialFailsEveryTrialForWantOfTime) {
+// Slower to start than even the first-figure cap: every trial ends for want
+// of time, saying the job's figure read only 0, and nothing is chosen.
+TEST(TuneCli, ExecJobSlowerToStartThanTheFirstFigureCapFailsEveryTrialForWantOfTime) {
   TempDir dir;
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = run_cli(exec_tune(dir, "echo \"samples/s: 0.0\"\nsleep 30\necho \"samples/s: $1\"\n", "1", "1.5"));
+  auto args = exec_tune(dir, "echo \"samples/s: 0.0\"\nsleep 30\necho \"samples/s: $1\"\n", "1", "1.5");
+  args.insert(args.end(), {"--first-figure-seconds", "2"});
+  const auto r = run_cli(args);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(25)) << "the 30 s sleep was cut short";
   EXPECT_EQ(r.code, 1) << r.err << r.out;
   EXPECT_NE(r.err.find("read only 0"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "config.json"));
+}
+
+// A job that prints its figure only when it ends, after longer than the
+// trials' caps, works without flags: the first trial runs to its first
+// figure, and the later ones are sized from the run it showed.
+TEST(TuneCli, ExecJobThatPrintsOnlyAtExitIsRunToItsEnd) {
+  TempDir dir;
+  const auto r = run_cli(exec_tune(dir, "sleep 1.5\necho \"final samples/s: $(( $1 * 100 ))\"\n", "2", "0.5"));
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const auto doc = load(dir / "config.json");
+  int trials = 0;
+  for (const auto& t : doc["search"]["trials"]) {
+    EXPECT_TRUE(t["ok"].get<bool>()) << t.dump();
+    EXPECT_GT(t["seconds"].get<double>(), 1.4) << "ran to the job's end" << t.dump();
+    EXPECT_LT(t["seconds"].get<double>(), 4.0) << t.dump();
+    ++trials;
+  }
+  EXPECT_GT(trials, 1);
+  EXPECT_EQ(doc["dataloader"]["num_workers"], 2);
+}
+
+// A job that prints no figure at all gets one error naming the metric that
+// needs none, after its first trial, and no config.
+TEST(TuneCli, ExecJobThatPrintsNothingIsOneErrorNamingDataWait) {
+  TempDir dir;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run_cli(exec_tune(dir, "sleep 0.3\n", "2"));
+  EXPECT_EQ(r.code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find("--metric data-wait"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("in its whole run"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << "one trial, not a search of them";
   EXPECT_FALSE(std::filesystem::exists(dir / "config.json"));
 }
 
@@ -430,7 +465,8 @@ TEST_F(CheckCli, FailsWhenTheConfigDoesNotFitTheMachine) {
   const auto path = edited([](nlohmann::json& d) { d["dataloader"]["num_workers"] = 4096; });
   const auto r = run_cli({"check", "--config", path.string(), "--seconds", "1"});
   EXPECT_EQ(r.code, 4);
-  EXPECT_NE(r.err.find("cores"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("check failed (workers)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("this machine allows"), std::string::npos) << r.err;
 }
 
 TEST_F(CheckCli, FailsOnAnUnknownSchemaVersion) {

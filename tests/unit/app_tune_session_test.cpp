@@ -30,14 +30,18 @@ class FakeRunner final : public JobTrialRunner {
     std::atomic<bool>* stop = nullptr;
     double seconds_per_trial = 0;      // the fake clock's advance per trial
     double* clock = nullptr;
+    double cpu_ms = 0;                 // CPU per sample on the fake's 2 cores (0: none)
+    double repeat_factor = 1;          // a config's later full trials read this much of its first
   };
   explicit FakeRunner(Script script, std::vector<tune::Candidate>* log) : s_(std::move(script)), log_(log) {}
 
-  tune::Trial run(const tune::Candidate& c, double seconds) override {
+  tune::Trial run(const tune::Candidate& c, const tune::TrialLength& length) override {
     log_->push_back(c);
+    if (lengths) lengths->push_back(length);
     tune::Trial t;
     t.candidate = c;
-    t.seconds = seconds;
+    t.seconds = length.max_seconds;
+    t.steady_steps = length.steps;
     if (s_.clock) *s_.clock += s_.seconds_per_trial;
     const int index = static_cast<int>(log_->size()) - 1;
     if (index == s_.stop_after && s_.stop) {
@@ -54,11 +58,22 @@ class FakeRunner final : public JobTrialRunner {
       return t;
     }
     const double fed = s_.batch / s_.step_ms * 1000;
-    const double supplied = c.workers / s_.sample_ms * 1000;
+    double supplied = c.workers / (s_.sample_ms + s_.cpu_ms) * 1000;
+    if (s_.cpu_ms > 0) {
+      supplied = std::min(supplied, 2 * 1000 / s_.cpu_ms);  // the cores
+      t.transform_cpu_ms = s_.cpu_ms;
+      t.transform_samples = 1000;
+    }
     t.samples_per_s = std::min(fed, supplied);
+    if (length.max_seconds == full_seconds && ++full_runs[c.workers * 100 + c.prefetch_factor] > 1) {
+      t.samples_per_s *= s_.repeat_factor;
+    }
     t.starvation = 1 - t.samples_per_s / fed;
     return t;
   }
+  std::vector<tune::TrialLength>* lengths = nullptr;  // where each trial's length is recorded (none: not)
+  double full_seconds = -1;  // the request's full-trial cap: a config's repeats are told by it
+  std::map<int, int> full_runs;
   double known_step_ms() const override { return s_.step_ms; }
 
  private:
@@ -73,6 +88,7 @@ class FakePlatform final : public TunePlatform {
   std::vector<tune::TunedConfig> written;
   double clock = 0;
   bool stop_while_measuring = false;
+  loader::AccessPattern measured_access{-1, -1};
   std::atomic<bool>* stop = nullptr;
 
   TuneBudget budget(const TuneRequest&) override {
@@ -96,12 +112,13 @@ class FakePlatform final : public TunePlatform {
     if (stop_while_measuring && stop) stop->store(true);
     Measured m;
     // The store the fake runner plays: a sample every sample_ms per worker.
-    for (int c : {1, 4, 16, 64}) m.workload.storage.levels.push_back({c, tune::Distribution::constant(script.sample_ms)});
-    m.workload.cpu_ms = tune::Distribution::constant(0.01);
+    for (int c : {1, 4, 16, 64, 256}) m.workload.storage.levels.push_back({c, tune::Distribution::constant(script.sample_ms)});
+    m.workload.cpu_ms = tune::Distribution::constant(script.cpu_ms > 0 ? script.cpu_ms : 0.01);
+    measured_access = r.access;
     m.workload.step_ms = tune::Distribution::constant(script.step_ms);
     m.workload.batch_size = r.batch_size;
     m.workload.batch_bytes = 4096.0 * r.batch_size;
-    m.cpu_mean_ms = 0.01;
+    m.cpu_mean_ms = script.cpu_ms > 0 ? script.cpu_ms : 0.01;
     m.step_mean_ms = script.step_ms;
     m.dataset_bytes = 256 * 4096;
     m.mean_sample_bytes = 4096;
@@ -112,9 +129,16 @@ class FakePlatform final : public TunePlatform {
     return {};
   }
   std::string default_python() override { return "python3"; }
-  std::unique_ptr<tune::TrialRunner> builtin_runner(const BuiltinTrialSetup&) override {
-    return std::make_unique<FakeRunner>(script, &trials);
+  std::unique_ptr<tune::TrialRunner> builtin_runner(const BuiltinTrialSetup& setup) override {
+    builtin_setup = setup;
+    auto runner = std::make_unique<FakeRunner>(script, &trials);
+    runner->full_seconds = full_seconds;
+    runner->lengths = &lengths;
+    return runner;
   }
+  BuiltinTrialSetup builtin_setup;
+  double full_seconds = 2;  // request()'s trial_s
+  std::vector<tune::TrialLength> lengths;  // every built-in trial's
   std::unique_ptr<JobTrialRunner> job_runner(const ExecTrialSetup&) override {
     return std::make_unique<FakeRunner>(script, &trials);
   }
@@ -256,6 +280,84 @@ TEST_F(TuneSession, AJobTargetRecordsItsCommandAndStep) {
   EXPECT_EQ(config.workload.exec, r.exec);
   EXPECT_EQ(config.workload.metric, "data-wait");
   EXPECT_DOUBLE_EQ(config.workload.data_wait_step_ms, 20.0);
+}
+
+// I/O-bound workers: a sample takes 100 ms of waiting, so feeding 800
+// samples/s takes 80 workers, ten times 4 per core on the fake's 2 cores.
+TEST_F(TuneSession, TheSpaceGrowsPastFourPerCoreWhileWorkersAreIoBound) {
+  platform.script.sample_ms = 100;
+  const tune::TunedConfig config = run();
+  EXPECT_TRUE(reporter.said("past 4 per core")) << "the model's space grew";
+  EXPECT_EQ(config.chosen.workers, 96) << "the cheapest fed config: 64 workers supply 640 of the 800 samples/s";
+  EXPECT_GE(config.space_workers_max, 96);
+  EXPECT_EQ(config.worker_cap, 256);
+  EXPECT_FALSE(config.limited_by_cap);
+}
+
+TEST_F(TuneSession, TheUsersCapIsReportedWhenItLimitsTheResult) {
+  platform.script.sample_ms = 100;
+  TuneRequest r = request();
+  r.max_workers = 24;
+  const tune::TunedConfig config = run(r);
+  EXPECT_EQ(config.chosen.workers, 24);
+  EXPECT_TRUE(config.limited_by_cap);
+  EXPECT_EQ(config.worker_cap_because, "--max-workers");
+  EXPECT_TRUE(reporter.said("the cap limited the result")) << "the report names the cap";
+}
+
+// CPU-bound workers: 10 ms of CPU per sample on 2 cores give 200 samples/s
+// whatever the workers; more than 4 per core only contend for the cores.
+TEST_F(TuneSession, ACpuBoundWorkloadsSpaceDoesNotGrow) {
+  platform.script.sample_ms = 0.1;
+  platform.script.cpu_ms = 10;
+  const tune::TunedConfig config = run();
+  EXPECT_LE(config.space_workers_max, 8) << "4 per core on 2 cores";
+  EXPECT_LE(config.chosen.workers, 4);
+  for (const auto& c : platform.trials) EXPECT_LE(c.workers, 8);
+}
+
+TEST_F(TuneSession, TrialsAreSizedInStepsWithTheSecondsAsTheirCap) {
+  TuneRequest r = request();
+  r.trial_steps = 50;
+  r.short_steps = 12;
+  run(r);
+  ASSERT_FALSE(platform.lengths.empty());
+  for (const auto& l : platform.lengths) {
+    EXPECT_TRUE((l == tune::TrialLength{50, r.trial_s}) || (l == tune::TrialLength{12, r.first_round_s}))
+        << l.steps << " steps, " << l.max_seconds << " s";
+  }
+}
+
+TEST_F(TuneSession, TheChosenConfigIsRepeatedAndItsIntervalComesFromTheRepeats) {
+  const tune::TunedConfig config = run();
+  int full_of_chosen = 0;
+  for (const auto& t : config.trials) full_of_chosen += t.round == 2 && t.candidate == config.chosen && t.ok;
+  EXPECT_GE(full_of_chosen, 2);
+  EXPECT_TRUE(config.prediction.interval_given);
+  // 8 workers feed the 20 ms step: 800 samples/s is all the step allows.
+  EXPECT_LE(config.prediction.high, 800.0 + 1e-6);
+}
+
+TEST_F(TuneSession, ThinEvidenceGivesNoIntervalAndSaysWhyInWords) {
+  platform.script.repeat_factor = 0.4;  // the repeat reads 60% below the first trial
+  const tune::TunedConfig config = run();
+  EXPECT_FALSE(config.prediction.interval_given);
+  EXPECT_DOUBLE_EQ(config.prediction.low, 0);
+  EXPECT_DOUBLE_EQ(config.prediction.high, 0);
+  EXPECT_TRUE(reporter.said("no interval: ")) << "said in words";
+  EXPECT_NE(config.prediction.interval_because.find("too noisy"), std::string::npos) << config.prediction.interval_because;
+}
+
+TEST_F(TuneSession, TheAccessPatternIsTheStoresUnlessGiven) {
+  run();
+  EXPECT_EQ(platform.measured_access, (loader::AccessPattern{0, 0})) << "a synthetic store reads without a stat";
+  EXPECT_EQ(platform.builtin_setup.access, (loader::AccessPattern{0, 0}));
+  TuneRequest r = request();
+  r.access = "stat-open-read";
+  const tune::TunedConfig config = run(r);
+  EXPECT_EQ(platform.measured_access, (loader::AccessPattern{1, 0}));
+  EXPECT_EQ(platform.builtin_setup.access, (loader::AccessPattern{1, 0})) << "the trials replay it";
+  EXPECT_EQ(config.workload.stats_per_sample, 1) << "and check replays it";
 }
 
 }  // namespace

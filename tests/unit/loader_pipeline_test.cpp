@@ -326,6 +326,20 @@ TEST(Pipeline, WorkersTimeTheirTransformsCpu) {
   EXPECT_EQ(copy.run(config(2, 2, 4), batches(6)).transform_cpu_ns, 0u);
 }
 
+TEST(Pipeline, WorkersReplayTheJobsCallsPerSampleBeforeEachRead) {
+  Harness plain(256);
+  plain.run(config(2, 2, 8), batches(4, 0));
+  EXPECT_EQ(plain.source.stats.load(), 0) << "open + read: no stat";
+  Harness h(256);
+  auto c = config(2, 2, 8);
+  c.stats_per_sample = 1;
+  c.extra_opens_per_sample = 1;
+  const auto f = h.run(c, batches(4, 0));
+  const int samples = static_cast<int>(f.total_batches) * 8;
+  EXPECT_GE(h.source.stats.load(), samples) << "one stat per sample built";
+  EXPECT_EQ(h.source.stats.load(), h.source.opens.load());
+}
+
 TEST(Pipeline, WorkersReadOneSampleAtATimeUnlessIoDepthAllowsMore) {
   {
     Harness h(256, 2ms);

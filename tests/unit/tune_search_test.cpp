@@ -17,7 +17,9 @@ class ScriptedRunner final : public TrialRunner {
       : f_([f = std::move(f)](const Candidate& c, double) { return f(c); }) {}
   // A figure that also depends on the trial's length (short rounds read differently).
   explicit ScriptedRunner(std::function<double(const Candidate&, double)> f) : f_(std::move(f)) {}
-  Trial run(const Candidate& c, double seconds) override {
+  // The script tells the rounds apart by their caps (SearchOptions' short_round and full).
+  Trial run(const Candidate& c, const TrialLength& length) override {
+    const double seconds = length.max_seconds;
     calls.push_back({c, seconds});
     Trial t;
     t.samples_per_s = f_(c, seconds);
@@ -36,7 +38,7 @@ class ScriptedRunner final : public TrialRunner {
 std::vector<int> full_trial_workers(const ScriptedRunner& runner, const SearchOptions& o) {
   std::vector<int> full;
   for (const auto& [c, seconds] : runner.calls) {
-    if (seconds == o.trial_seconds) full.push_back(c.workers);
+    if (seconds == o.full.max_seconds) full.push_back(c.workers);
   }
   return full;
 }
@@ -161,7 +163,7 @@ TEST(Search, TheCheapestConfigNearTheFirstRoundsBestGetsAFullTrial) {
   ASSERT_TRUE(r.choice);
   std::vector<int> full;
   for (const auto& [c, seconds] : runner.calls) {
-    if (seconds == o.trial_seconds) full.push_back(c.workers);
+    if (seconds == o.full.max_seconds) full.push_back(c.workers);
   }
   EXPECT_EQ(full, (std::vector<int>{8, 3}));
   EXPECT_EQ(r.choice->chosen.candidate.workers, 3);
@@ -196,7 +198,7 @@ struct IncidentSearch {
 };
 double incident_job(const Candidate& c) { return std::min(c.workers * 13.5, 106.0); }
 IncidentSearch with_short_eight(double short_eight) {
-  const double first_round = SearchOptions{}.first_round_seconds;
+  const double first_round = SearchOptions{}.short_round.max_seconds;
   return IncidentSearch([=](const Candidate& c, double seconds) {
     return c.workers == 8 && seconds == first_round ? short_eight : incident_job(c);
   });
@@ -228,7 +230,7 @@ TEST(Search, AShortTrialThatRanOutOfTimeDoesNotRuleOutTheModelsFavourite) {
 // A job whose start-up outlasts the short round prints nothing in any short
 // trial: the model's favourite still gets a full one, and is chosen.
 TEST(Search, WhenEveryShortTrialRanOutOfTimeTheFavouriteGetsAFullOne) {
-  const double first_round = SearchOptions{}.first_round_seconds;
+  const double first_round = SearchOptions{}.short_round.max_seconds;
   const IncidentSearch s([=](const Candidate& c, double seconds) { return seconds == first_round ? -1.0 : incident_job(c); });
   ASSERT_TRUE(s.r.choice);
   EXPECT_EQ(full_trial_workers(s.runner, s.o), (std::vector<int>{8}));
@@ -247,7 +249,7 @@ TEST(Search, ARefitToOneShortTrialDoesNotRuleOutTheUnmeasuredFavourite) {
   const auto space = default_space(8);
   SearchOptions o;
   ScriptedRunner runner([&](const Candidate& c, double seconds) {
-    if (seconds == o.first_round_seconds && c.workers >= 4) return -1.0;
+    if (seconds == o.short_round.max_seconds && c.workers >= 4) return -1.0;
     return std::min(c.workers, 8) * 13.5;
   });
   o.refit = [&](const std::vector<Trial>&) { return predict(space, [](const Candidate&) { return 45.0; }); };
@@ -266,7 +268,7 @@ TEST(Search, TheKneeStepTriesACheaperConfigWhoseShortTrialRanOutOfTime) {
   SearchOptions o;
   for (const double short_two : {-1.0, 0.0}) {
     ScriptedRunner runner([&](const Candidate& c, double seconds) {
-      if (c.workers == 2 && seconds == o.first_round_seconds) return short_two;
+      if (c.workers == 2 && seconds == o.short_round.max_seconds) return short_two;
       return c.workers >= 2 ? 700.0 - c.workers : 430.0;
     });
     const auto r = model_search(predict(space, model), space, runner, o);
@@ -289,14 +291,14 @@ TEST(Search, TheKneeStepSkipsAWorkerCountItsShortTrialRuledOutAtAnotherPrefetch)
     SearchOptions o;
     o.refit = [&](const std::vector<Trial>&) { return predict(space, shallow); };
     ScriptedRunner runner([&](const Candidate& c, double seconds) {
-      return c.workers == 6 && seconds == o.first_round_seconds ? six_short : c.workers * 13.0;
+      return c.workers == 6 && seconds == o.short_round.max_seconds ? six_short : c.workers * 13.0;
     });
     const auto r = model_search(predict(space, deep), space, runner, o);
     ASSERT_TRUE(r.choice);
     EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
     std::vector<Candidate> full;
     for (const auto& [c, seconds] : runner.calls) {
-      if (seconds == o.trial_seconds) full.push_back(c);
+      if (seconds == o.full.max_seconds) full.push_back(c);
     }
     if (six_short > 0) {
       EXPECT_EQ(full, (std::vector<Candidate>{{8, 8, true}})) << "6 workers' short trial ruled the count out";
@@ -405,7 +407,7 @@ TEST(Search, ARefitWithNothingMeasuredRulesNothingOut) {
   SearchOptions o;
   o.refit = [](const std::vector<Trial>&) { return std::vector<Prediction>{}; };
   auto job = [&](const Candidate& c, double seconds) {
-    return (seconds == o.first_round_seconds ? short_round : full_round).at(c.workers);
+    return (seconds == o.short_round.max_seconds ? short_round : full_round).at(c.workers);
   };
   // Phase 2's model puts 6 workers 10% below 2: were it used, it would rule 6 out.
   const std::map<int, double> phase_two = {{1, 290}, {2, 569}, {3, 574}, {4, 566}, {6, 512}, {8, 550}};
@@ -426,7 +428,7 @@ TEST(Search, ACostlierRunnerUpTheRefittedModelRulesOutGetsNoFullTrial) {
   const std::map<int, double> full_round = {{1, 290}, {2, 460}, {3, 485}, {4, 470}, {6, 508}, {8, 450}};
   const SearchOptions defaults;
   auto job = [&](const Candidate& c, double seconds) {
-    return (seconds == defaults.first_round_seconds ? short_round : full_round).at(c.workers);
+    return (seconds == defaults.short_round.max_seconds ? short_round : full_round).at(c.workers);
   };
   const std::map<int, double> phase_two = {{1, 290}, {2, 569}, {3, 574}, {4, 566}, {6, 560}, {8, 550}};
   const auto predictions = predict(space, [&](const Candidate& c) { return phase_two.at(c.workers); });
@@ -465,7 +467,7 @@ TEST(Search, ACheaperRunnerUpTheRefittedModelPutsFarBelowGetsNoFullTrial) {
       return predict(space, [&](const Candidate& c) { return c.workers == 6 ? six_in_model : c.workers * 13.5; });
     };
     ScriptedRunner runner([&](const Candidate& c, double seconds) {
-      return (seconds == o.first_round_seconds ? short_round : full_round).at(c.workers);
+      return (seconds == o.short_round.max_seconds ? short_round : full_round).at(c.workers);
     });
     const auto r = model_search(predict(space, [](const Candidate& c) { return c.workers * 13.5; }), space, runner, o);
     ASSERT_TRUE(r.choice);
@@ -480,7 +482,9 @@ TEST(Search, TheBudgetStopsTrialsAndKeepsTheBestSoFar) {
   const auto space = default_space(16);
   ScriptedRunner runner(plateau);
   SearchOptions o;
-  o.budget_seconds = 0.0001;  // not even one trial fits
+  double now = 0;
+  o.clock = [&] { return now += 1.0; };  // each look at the clock: a second later
+  o.budget_seconds = 0.5;                // spent before the first trial
   const auto r = grid_search(space, runner, o);
   EXPECT_TRUE(r.stopped_early);
   EXPECT_TRUE(runner.calls.empty());
@@ -502,6 +506,151 @@ TEST(Search, TheStopFlagEndsTheSearch) {
   EXPECT_EQ(runner.calls.size(), 3u);
   EXPECT_TRUE(r.stopped_early);
   ASSERT_TRUE(r.choice) << "the best so far is still chosen";
+}
+
+// I/O-bound: each worker adds 10 samples/s up to 40 workers, past the
+// space's edge of 8; the search grows it one ladder step at a time while
+// the best full trial sits at the edge, and stops when a step gains nothing.
+TEST(Search, TheSpaceGrowsWhileTheBestSitsAtItsEdge) {
+  const auto space = default_space(8);
+  auto rate = [](const Candidate& c) { return std::min(c.workers, 40) * 10.0; };
+  ScriptedRunner runner(rate);
+  SearchOptions o;
+  o.worker_cap = 256;
+  const auto r = model_search(predict(space, rate), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  EXPECT_EQ(r.grew_to, (std::vector<int>{12, 16, 24, 32, 48, 64}));
+  EXPECT_EQ(r.choice->chosen.candidate.workers, 48) << "40 would do, but it is not on the ladder";
+  EXPECT_FALSE(r.limited_by_cap);
+  EXPECT_NE(r.edge.find("stopped growing at 48"), std::string::npos) << r.edge;
+}
+
+TEST(Search, TheCapStopsTheGrowthAndSaysItLimited) {
+  const auto space = default_space(8);
+  auto rate = [](const Candidate& c) { return c.workers * 10.0; };
+  ScriptedRunner runner(rate);
+  SearchOptions o;
+  o.worker_cap = 16;
+  const auto r = model_search(predict(space, rate), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  EXPECT_EQ(r.choice->chosen.candidate.workers, 16);
+  EXPECT_TRUE(r.limited_by_cap);
+  for (const auto& [c, seconds] : runner.calls) EXPECT_LE(c.workers, 16);
+}
+
+TEST(Search, ACpuBoundSearchDoesNotGrow) {
+  const auto space = default_space(8);
+  auto rate = [](const Candidate& c) { return c.workers * 10.0; };  // at the edge, but...
+  ScriptedRunner runner(rate);
+  SearchOptions o;
+  o.worker_cap = 256;
+  o.cpu_bound = [](const std::vector<Trial>&) { return true; };  // ...the cores are used up
+  const auto r = model_search(predict(space, rate), space, runner, o);
+  ASSERT_TRUE(r.choice);
+  EXPECT_TRUE(r.grew_to.empty());
+  EXPECT_NE(r.edge.find("CPU-bound"), std::string::npos) << r.edge;
+  for (const auto& [c, seconds] : runner.calls) EXPECT_LE(c.workers, 8);
+}
+
+TEST(Search, WithoutACapTheSearchKeepsToItsSpace) {
+  const auto space = default_space(8);
+  auto rate = [](const Candidate& c) { return c.workers * 10.0; };
+  ScriptedRunner runner(rate);
+  const auto r = model_search(predict(space, rate), space, runner, SearchOptions{});
+  EXPECT_TRUE(r.grew_to.empty());
+  for (const auto& [c, seconds] : runner.calls) EXPECT_LE(c.workers, 8);
+}
+
+TEST(Search, TheModelsSpaceWidensToTheBottleneckAndNotPastIt) {
+  auto io_bound = [](const SearchSpace& s) {  // 5 samples/s a worker, fed at 300
+    return predict(s, [](const Candidate& c) { return std::min(c.workers * 5.0, 300.0); });
+  };
+  std::vector<Prediction> out;
+  const auto wide = widen_to_the_bottleneck(default_space(8), 256, 0.02, io_bound, out);
+  EXPECT_EQ(wide.workers.back(), 64) << "60 workers feed it; 64 is the ladder's next, 96 gains nothing";
+  EXPECT_EQ(out.size(), wide.candidates().size());
+  auto cpu_bound = [](const SearchSpace& s) {  // 2 cores' worth, whatever the workers
+    return predict(s, [](const Candidate& c) { return std::min(c.workers, 2) * 100.0; });
+  };
+  EXPECT_EQ(widen_to_the_bottleneck(default_space(8), 256, 0.02, cpu_bound, out).workers.back(), 8);
+  EXPECT_EQ(widen_to_the_bottleneck(default_space(8), 16, 0.02, io_bound, out).workers.back(), 16) << "the cap";
+}
+
+TEST(Search, TheWorkerCapIsItsTightestLimitAndNamesIt) {
+  WorkerCapInputs in;
+  EXPECT_EQ(worker_cap(in).workers, 256);
+  in.open_files = 1024;  // 4 files a worker: 256
+  in.mem_available = 8ULL << 30;
+  in.bytes_per_worker = 64ULL << 20;  // 128 workers
+  EXPECT_EQ(worker_cap(in).workers, 128);
+  EXPECT_NE(worker_cap(in).because.find("memory"), std::string::npos);
+  in.batch_bytes = 1 << 20;
+  in.pinned_per_rank = 48ULL << 20;  // 48 one-batch workers
+  EXPECT_EQ(worker_cap(in).workers, 48);
+  EXPECT_NE(worker_cap(in).because.find("page-locked"), std::string::npos);
+  in.user_max = 20;
+  EXPECT_EQ(worker_cap(in).workers, 20);
+  EXPECT_EQ(worker_cap(in).because, "--max-workers");
+  in.user_max = 1000;  // the user's cap does not lift the machine's
+  EXPECT_EQ(worker_cap(in).workers, 48);
+}
+
+TEST(Search, CpuShareIsTheCoresTheSamplesUsed) {
+  Trial t;
+  t.samples_per_s = 150;
+  t.transform_cpu_ms = 10;  // 1.5 cores
+  EXPECT_DOUBLE_EQ(cpu_share(t, 2, 1), 0.75);
+  EXPECT_DOUBLE_EQ(cpu_share(t, 2, 2), 1.5) << "per rank, all ranks on the cores";
+  t.transform_cpu_ms = 0;
+  EXPECT_DOUBLE_EQ(cpu_share(t, 2, 1), 0) << "not measured";
+}
+
+TEST(Search, TheIntervalComesFromRepeatsAndIsClippedToTheStep) {
+  const auto one = repeat_interval({100}, 0.05, 0);
+  EXPECT_FALSE(one.given);
+  EXPECT_NE(one.because.find("one trial"), std::string::npos) << one.because;
+  EXPECT_DOUBLE_EQ(one.samples_per_s, 100);
+  const auto two = repeat_interval({96, 104}, 0, 0);
+  ASSERT_TRUE(two.given);
+  EXPECT_DOUBLE_EQ(two.samples_per_s, 100);
+  EXPECT_NEAR(two.low, 92, 1e-9);
+  EXPECT_NEAR(two.high, 108, 1e-9);
+  const auto model = repeat_interval({99, 101}, 0.10, 0);
+  EXPECT_NEAR(model.high, 110, 1e-9) << "the model's known error widens it";
+  EXPECT_NE(model.because.find("model"), std::string::npos);
+  const auto wild = repeat_interval({99, 101}, 7.09, 0);
+  EXPECT_NEAR(wild.high, 102.0, 1e-9) << "a model 709% off says nothing of this config's figure";
+  const auto clipped = repeat_interval({98, 102}, 0, 101);
+  EXPECT_DOUBLE_EQ(clipped.high, 101) << "no more than the step allows";
+  EXPECT_NE(clipped.because.find("what the step allows"), std::string::npos);
+  const auto noisy = repeat_interval({40, 100}, 0, 0);
+  EXPECT_FALSE(noisy.given);
+  EXPECT_NE(noisy.because.find("too noisy"), std::string::npos) << noisy.because;
+}
+
+TEST(Search, TrialsAreAskedForStepsWithTheRoundsCaps) {
+  const auto space = default_space(8);
+  std::vector<TrialLength> asked;
+  class Recorder final : public TrialRunner {
+   public:
+    explicit Recorder(std::vector<TrialLength>& a) : asked_(a) {}
+    Trial run(const Candidate& c, const TrialLength& length) override {
+      asked_.push_back(length);
+      Trial t;
+      t.samples_per_s = plateau(c);
+      t.steady_steps = length.steps;
+      return t;
+    }
+
+   private:
+    std::vector<TrialLength>& asked_;
+  } runner(asked);
+  SearchOptions o;
+  o.short_round = {15, 20};
+  o.full = {45, 90};
+  model_search(predict(space, plateau), space, runner, o);
+  ASSERT_FALSE(asked.empty());
+  for (const auto& l : asked) EXPECT_TRUE(l == o.short_round || l == o.full) << l.steps;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,14 +35,25 @@ struct TuneRequest {
   int gpus = 0;               // ranks on this node; 0: the GPUs found (at least 1)
   std::string search = "model";
   double budget_s = 0;
-  double trial_s = 10;
-  double first_round_s = 4;
+  // A trial's length in steady-state steps after its warm-up, and the cap
+  // in seconds that is reported when it cuts one short (search.hpp: TrialLength).
+  int trial_steps = 60;
+  int short_steps = 20;
+  double trial_s = 120;       // the cap of a full trial
+  double first_round_s = 40;  // the cap of a short trial
+  // --exec: the cap of the first trial, run to the job's first figure (its
+  // start-up and reporting interval are unknown until then).
+  double first_figure_s = 300;
   double tolerance = 0.02;
   double measure_level_s = 1.5;  // per storage concurrency level
   std::string mem_budget;     // per rank; empty: probe's prefetch budget
   bool bind = false;
   int max_workers = 0;        // 0: from the budget
   bool both_pin = false;      // also try pin_memory=False
+  // What the job calls per sample: auto (the store's usual_access()),
+  // stat-open-read or open-read; --from sets the counts the diagnosis saw.
+  std::string access = "auto";
+  std::optional<loader::AccessPattern> access_from;  // set from --from: the calls per file the job's workers made
   std::string from;           // a gpufeed.diagnosis/v1 file: the step measured on the real job
   std::string step_source;    // set from --from: where the step came from, for the report and config
   double job_cpu_ms = 0;      // set from --from: CPU the job's workers spent per sample (0: unknown)
@@ -67,6 +79,8 @@ struct TuneBudget {
   std::vector<std::vector<int>> rank_cpus;
   tune::MachineFingerprint machine;
   std::vector<std::string> notes;
+  std::uint64_t mem_available = 0;  // host memory free now (0: unknown): caps the workers
+  std::uint64_t open_files = 0;     // the open-file limit (0: none known)
 };
 
 // Phase 2: what the model needs, measured on this machine.
@@ -78,6 +92,7 @@ struct MeasureRequest {
   tune::Distribution step_ms;          // used when step is null
   int batch_size = 32;
   int max_concurrency = 64;            // ranks x the most workers tried
+  loader::AccessPattern access;        // what the job calls per sample: the model's storage latency sums it
   double seconds_per_level = 1.5;
   std::function<void(const std::string&)> progress;
   const std::atomic<bool>* stop = nullptr;
@@ -123,6 +138,7 @@ struct BuiltinTrialSetup {
   int batch_size = 32;
   std::vector<std::vector<int>> rank_cpus;  // empty: workers not bound
   std::uint64_t mem_budget_bytes = 0;
+  loader::AccessPattern access{0, 0};       // the job's calls per sample, replayed by each worker
   const std::atomic<bool>* stop = nullptr;
 };
 

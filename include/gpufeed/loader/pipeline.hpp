@@ -44,6 +44,10 @@ struct LoaderConfig {
   bool skip_bad = false;   // count bad samples and go on, instead of stopping
   int device_slots = 2;    // double buffering on the device
   std::uint64_t mem_budget_bytes = 0;  // page-locked bytes allowed; 0: no limit
+  // What a worker calls per sample before its read, as the job does
+  // (storage_table.hpp): stat(2)s and extra open(2)s, timed with the fetch.
+  int stats_per_sample = 0;
+  int extra_opens_per_sample = 0;
 };
 
 // Page-locked bytes a config needs: the in-flight batch buffers plus, on the

@@ -50,6 +50,15 @@ struct TierStats {
   }
 };
 
+// What a job calls per sample (tune --access, --from): `stats` stat(2)
+// calls and `extra_opens` open(2)+close(2) before the read, which opens the
+// file itself. stat + open + read: {1, 0}; open + read: {0, 0}.
+struct AccessPattern {
+  int stats = 1;
+  int extra_opens = 0;
+  bool operator==(const AccessPattern&) const = default;
+};
+
 class SampleSource {
  public:
   virtual ~SampleSource() = default;
@@ -79,6 +88,12 @@ class SampleSource {
   // out.size() bytes, and returns how many it wrote: saves a copy when no
   // decode is needed. The default reads into a scratch buffer and copies.
   virtual std::size_t read_into(const SampleInfo& s, std::span<std::byte> out);
+
+  // What a job reading this store calls per sample, as far as the store
+  // can tell: an ImageFolder-style dataset over a directory stats each file
+  // before it opens it; a manifest, an object store or a synthetic preset
+  // (whose read holds its own lookup) reads without one.
+  virtual AccessPattern usual_access() const { return {0, 0}; }
 
   // Cache tiers report here, outermost first; a plain store has none.
   virtual std::vector<TierStats> tier_stats() const { return {}; }

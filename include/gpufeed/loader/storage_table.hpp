@@ -31,8 +31,19 @@ struct StorageLevel {
   double mb_per_s = 0;        // read bytes / wall time (1 MB = 10^6 B)
   double samples_per_s = 0;   // accesses / wall time ("IOPS" per sample read)
   bool ran_on = false;        // ran past its time budget for min_samples_per_level
-  std::vector<double> read_ms;  // every read's latency, sorted: tune's storage model
+  std::vector<double> read_ms;  // every read's latency, sorted
+  // Every access's stat, open and read latencies, in the order they ran:
+  // tune's storage model sums what the job's access pattern calls.
+  struct Access {
+    double stat_ms = 0, open_ms = 0, read_ms = 0;
+  };
+  std::vector<Access> accesses;
 };
+
+// "stat-open-read", "open-read", or the counts ("2 stat + 1 open + read").
+std::string describe(const AccessPattern& a);
+// Each access's latency under `pattern`, sorted.
+std::vector<double> access_latencies(const StorageLevel& level, const AccessPattern& pattern);
 
 struct StorageTable {
   std::string source;

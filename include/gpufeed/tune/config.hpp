@@ -47,7 +47,8 @@ struct PredictionBand {
   // How the calibration fitted the model (calibration.hpp); 0 trials: raw.
   double sample_factor = 1, step_factor = 1;
   int calibration_trials = 0;
-  std::string interval_because = "";  // what set the interval's width (search.hpp: interval_width)
+  std::string interval_because = "";  // what set the interval's width, or why none is given (search.hpp: repeat_interval)
+  bool interval_given = true;         // false: the evidence was too thin (low and high are 0; JSON null)
 };
 
 struct MachineFingerprint {
@@ -82,6 +83,10 @@ struct WorkloadRecord {
   // data-wait: the job's step its trials timed (else --step-ms), which a
   // fed loop is priced by; check prices it the same way. 0: none.
   double data_wait_step_ms = 0;
+  // What each sample's fetch called (loader::AccessPattern), so that check
+  // replays it: stat(2)s and extra open(2)s before the read.
+  int stats_per_sample = 0;
+  int extra_opens_per_sample = 0;
 };
 
 struct TunedConfig {
@@ -97,6 +102,10 @@ struct TunedConfig {
   std::string search = "model";
   double search_wall_s = 0;
   double grid_equivalent_s = 0;   // what a grid of full trials over the space would take
+  int space_workers_max = 0;      // the widest worker count the space reached
+  int worker_cap = 0;             // the most the space could grow to (search.hpp: WorkerCap)
+  std::string worker_cap_because;
+  bool limited_by_cap = false;    // the best config sat at the cap
   std::string reason;
   std::uint64_t pinned_bytes_per_rank = 0;
   MachineFingerprint machine;

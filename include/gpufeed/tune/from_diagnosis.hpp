@@ -18,6 +18,11 @@ struct JobFromDiagnosis {
   std::string step_note;         // how the step was told from the gaps (empty: one step per gap)
   double worker_cpu_ms = 0;      // CPU per sample in the workers (0: unknown)
   double loop_cpu_ms = 0;        // CPU per sample in the loop process (0: unknown)
+  // The job's path calls per file its workers opened (evidence.path_calls
+  // over workers.files_opened), rounded, at most 4 each: what tune's storage
+  // measurement replays. -1: too few files to tell (under 50).
+  int stats_per_file = -1;
+  int extra_opens_per_file = -1;
 };
 
 // Why a document gives no step (a sentence to quote), or the job's figures.

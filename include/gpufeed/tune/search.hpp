@@ -21,9 +21,53 @@ struct SearchSpace {
   std::vector<bool> pin_memory;
   std::vector<Candidate> candidates() const;
 };
-// workers 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64 up to max_workers;
-// prefetch 1, 2, 4, 8; pin_memory on (and off when `both_pin`).
+// The worker counts tune considers, at most about 1.5x apart:
+// 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256.
+const std::vector<int>& worker_ladder();
+// The ladder's next count above `workers` (0: none).
+int next_worker_step(int workers);
+// workers of the ladder up to max_workers; prefetch 1, 2, 4, 8; pin_memory
+// on (and off when `both_pin`).
 SearchSpace default_space(int max_workers, bool both_pin = false);
+
+// The most workers per rank a search may grow to, and what set it: the
+// user's --max-workers, the page-locked budget (one batch per worker at
+// the least), the memory a worker needs, the open-file limit, or the
+// ladder's top.
+struct WorkerCap {
+  int workers = 256;
+  std::string because = "the top of the worker ladder";
+};
+struct WorkerCapInputs {
+  int user_max = 0;                   // --max-workers (0: none)
+  double batch_bytes = 0;             // one batch's page-locked bytes
+  std::uint64_t pinned_per_rank = 0;  // page-locked budget per rank (0: unknown)
+  std::uint64_t mem_available = 0;    // host memory a rank's workers may use (0: unknown)
+  std::uint64_t bytes_per_worker = 0; // what one worker costs beyond its batches
+  std::uint64_t open_files = 0;       // the open-file limit per rank (0: unknown)
+  int files_per_worker = 4;           // a worker's pipes, its open sample, its queue
+};
+WorkerCap worker_cap(const WorkerCapInputs& in);
+
+// The space the model searches first: the ladder up to 4 workers per core
+// (workers that wait on storage sleep), then one step further at a time
+// while the best prediction sits at the space's edge and the step gains at
+// least `tolerance` (I/O-bound workers: more of them keep more fetches in
+// flight), up to `cap`. A CPU-bound workload's best prediction stays inside
+// the cores, so its space does not grow. `predict` simulates the candidates
+// of a space; the predictions of the returned space come back in `out`.
+SearchSpace widen_to_the_bottleneck(SearchSpace space, int cap, double tolerance,
+                                    const std::function<std::vector<Prediction>(const SearchSpace&)>& predict,
+                                    std::vector<Prediction>& out);
+
+// How long a trial runs: `steps` steady-state steps after its warm-up (the
+// first batch's arrival and prefetch x workers batches), with `max_seconds`
+// as a cap that a trial reports (Trial::capped) when it cuts the trial short.
+struct TrialLength {
+  int steps = 60;
+  double max_seconds = 120;
+  bool operator==(const TrialLength&) const = default;
+};
 
 // A config is cheaper when it uses fewer workers (cores, processes), then
 // less page-locked memory (prefetch), then no pinning.
@@ -68,20 +112,22 @@ struct Trial {
   // (transform_ms is wall time, which holds a worker's wait for a core). 0: not measured.
   double transform_cpu_ms = 0;
   double loop_cpu_ms = 0;  // a job's trials: its loop process's CPU per batch (0: not measured)
+  int steady_steps = 0;    // steps measured after the warm-up (0: the target does not count them)
+  bool capped = false;     // its TrialLength::max_seconds cut it short of its steps
 };
 
 class TrialRunner {
  public:
   virtual ~TrialRunner() = default;
-  // Runs `c` for about `seconds` and measures it. A failed run returns
-  // ok=false with a note; an error that dooms every trial throws.
-  virtual Trial run(const Candidate& c, double seconds) = 0;
+  // Runs `c` for `length` and measures it. A failed run returns ok=false
+  // with a note; an error that dooms every trial throws.
+  virtual Trial run(const Candidate& c, const TrialLength& length) = 0;
 };
 
 struct SearchOptions {
   double tolerance = 0.02;         // "within 2% of the best"
-  double trial_seconds = 10;       // a full trial
-  double first_round_seconds = 4;  // the short round that weeds out losers
+  TrialLength full{60, 120};         // a full trial
+  TrialLength short_round{20, 40};  // the short round that weeds out losers
   int shortlist = 3;               // top predictions verified (plus neighbours)
   PrefetchCost prefetch_cost;      // when a deeper prefetch is preferred
   double budget_seconds = 0;       // wall-time budget of all trials; 0: none
@@ -100,7 +146,21 @@ struct SearchOptions {
   // 0: twice the tolerance. A job's short trial holds its start-up, so its
   // short-to-full gap is more than noise; the built-in loader's is noise.
   double noise_cap = 0;
+  // The most workers the search may grow to past the space's edge
+  // (worker_cap()); 0: the space's edge.
+  int worker_cap = 0;
+  // Whether the trials so far show the workers CPU-bound (cpu_bound()):
+  // then more workers only contend for the cores, and the search does not
+  // grow past the edge. Empty: never.
+  std::function<bool(const std::vector<Trial>&)> cpu_bound;
 };
+
+// The share of the worker cores a trial's samples used: throughput x ranks
+// x CPU per sample (the workers' and the loop's) over the cores; 0 when the
+// trial measured no CPU.
+double cpu_share(const Trial& t, double worker_cores, int ranks);
+// A config is CPU-bound when its trial used at least 85% of the cores.
+constexpr double kCpuBoundShare = 0.85;
 
 struct Choice {
   Trial chosen;
@@ -114,6 +174,11 @@ struct SearchResult {
   bool stopped_early = false;    // budget or stop flag
   double trial_seconds = 0;      // sum of trial times
   std::vector<Prediction> refitted;  // SearchOptions::refit's model of every trial, the choice's (empty: none)
+  // The search past the space's edge: the worker counts it added, and why
+  // it stopped growing ("" when the best never sat at the edge).
+  std::vector<int> grew_to;
+  std::string edge;
+  bool limited_by_cap = false;  // the best sat at the cap: more workers might have helped
 };
 
 // The best prediction for each of the top `k` worker counts (by predicted
@@ -149,6 +214,21 @@ IntervalWidth interval_width(double model_error, double seed_spread, double tria
 // gives up nothing.
 std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance, const PrefetchCost& cost = {},
                              const std::vector<Prediction>* model = nullptr, double noise_cap = 0);
+
+// The chosen config's interval from its repeated full trials: their
+// spread (at least 2% either side), widened by the model's median error on
+// the trials when that is known and under 25% (a model further off than
+// that says nothing about this config's figure), and clipped to what the
+// step allows (`ceiling`: batch / step per rank; 0: none). With one trial,
+// or trials more than 50% apart, no interval is given and `because` says
+// why in words.
+struct Interval {
+  bool given = false;
+  double samples_per_s = 0;  // the trials' median
+  double low = 0, high = 0;
+  std::string because;
+};
+Interval repeat_interval(const std::vector<double>& runs, double model_error, double ceiling);
 
 SearchResult model_search(const std::vector<Prediction>& predictions, const SearchSpace& space, TrialRunner& runner,
                           const SearchOptions& options);

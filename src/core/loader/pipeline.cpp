@@ -356,6 +356,8 @@ class Pipeline {
     std::span<std::byte> out(buffers_[task.buffer].data + position * sample_bytes_, sample_bytes_);
     try {
       const auto t0 = Clock::now();
+      for (int i = 0; i < cfg_.stats_per_sample; ++i) run_.source.stat(info);
+      for (int i = 0; i < cfg_.extra_opens_per_sample; ++i) run_.source.open(info);
       std::size_t got = 0;
       if (in_place_) {  // no decode: the bytes go straight into the batch
         got = run_.source.read_into(info, out);

@@ -16,6 +16,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 struct LevelRecorder {
   std::mutex mu;
   std::vector<double> stat, open, read;
+  std::vector<StorageLevel::Access> accesses;
   std::uint64_t samples = 0, bytes = 0, errors = 0;
 };
 
@@ -34,6 +35,23 @@ OpLatency summarise_latencies(std::vector<double> ms) {
   o.p99_ms = quantile_sorted(ms, 0.99);
   o.max_ms = ms.back();
   return o;
+}
+
+std::string describe(const AccessPattern& a) {
+  if (a == AccessPattern{1, 0}) return "stat-open-read";
+  if (a == AccessPattern{0, 0}) return "open-read";
+  std::string out;
+  if (a.stats > 0) out += std::to_string(a.stats) + " stat + ";
+  out += std::to_string(1 + a.extra_opens) + " open + read";
+  return out;
+}
+
+std::vector<double> access_latencies(const StorageLevel& level, const AccessPattern& pattern) {
+  std::vector<double> out;
+  out.reserve(level.accesses.size());
+  for (const auto& a : level.accesses) out.push_back(pattern.stats * a.stat_ms + pattern.extra_opens * a.open_ms + a.read_ms);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>& samples,
@@ -58,6 +76,7 @@ StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>
     auto worker = [&] {
       std::vector<std::byte> buffer;
       std::vector<double> st, op, rd;
+      std::vector<StorageLevel::Access> acc;
       std::uint64_t n = 0, bytes = 0, errors = 0;
       for (;;) {
         const std::uint64_t i = next.fetch_add(1);
@@ -79,6 +98,7 @@ StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>
           t = Clock::now();
           source.read(s, buffer);
           rd.push_back(ms_since(t));
+          acc.push_back({st.back(), op.back(), rd.back()});
           bytes += buffer.size();
           ++n;
           ++completed;
@@ -90,6 +110,7 @@ StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>
       rec.stat.insert(rec.stat.end(), st.begin(), st.end());
       rec.open.insert(rec.open.end(), op.begin(), op.end());
       rec.read.insert(rec.read.end(), rd.begin(), rd.end());
+      rec.accesses.insert(rec.accesses.end(), acc.begin(), acc.end());
       rec.samples += n;
       rec.bytes += bytes;
       rec.errors += errors;
@@ -105,6 +126,7 @@ StorageTable measure_storage(SampleSource& source, const std::vector<SampleInfo>
     level.open = summarise_latencies(std::move(rec.open));
     std::sort(rec.read.begin(), rec.read.end());
     level.read_ms = rec.read;
+    level.accesses = std::move(rec.accesses);
     level.read = summarise_latencies(std::move(rec.read));
     level.samples = rec.samples;
     level.bytes = rec.bytes;

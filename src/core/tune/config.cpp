@@ -19,7 +19,9 @@ Json trial_json(const Trial& t) {
           {"transform_ms", t.transform_samples ? Json(t.transform_ms) : Json(nullptr)},
           {"transform_samples", t.transform_samples},
           {"loop_cpu_ms", t.transform_samples && t.loop_cpu_ms > 0 ? Json(t.loop_cpu_ms) : Json(nullptr)},
-          {"too_short", t.too_short}};
+          {"too_short", t.too_short},
+          {"steady_steps", t.steady_steps},
+          {"capped", t.capped}};
 }
 
 template <typename T>
@@ -93,7 +95,7 @@ Json to_json(const TunedConfig& c) {
       {"cache", cache},
       {"prediction",
        {{"samples_per_s", c.prediction.samples_per_s},
-        {"interval", {c.prediction.low, c.prediction.high}},
+        {"interval", c.prediction.interval_given ? Json::array({c.prediction.low, c.prediction.high}) : Json(nullptr)},
         {"node_samples_per_s", c.prediction.node_samples_per_s},
         {"starvation", c.prediction.starvation},
         {"model_samples_per_s", c.prediction.model_samples_per_s},
@@ -107,6 +109,10 @@ Json to_json(const TunedConfig& c) {
        {{"mode", c.search},
         {"wall_s", c.search_wall_s},
         {"grid_equivalent_s", c.grid_equivalent_s},
+        {"space_workers_max", c.space_workers_max},
+        {"worker_cap", c.worker_cap},
+        {"worker_cap_because", c.worker_cap_because},
+        {"limited_by_cap", c.limited_by_cap},
         {"reason", c.reason},
         {"partial", c.partial},
         {"trials", trials}}},
@@ -121,6 +127,8 @@ Json to_json(const TunedConfig& c) {
         {"step", w.step},
         {"step_ms", w.step_ms},
         {"step_cpu_ms", w.step_cpu_ms},
+        {"stats_per_sample", w.stats_per_sample},
+        {"extra_opens_per_sample", w.extra_opens_per_sample},
         {"decode", w.decode},
         {"full_decode", w.full_decode},
         {"filter", w.filter},
@@ -192,6 +200,8 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   if (p.contains("interval") && p["interval"].is_array() && p["interval"].size() == 2) {
     c.prediction.low = p["interval"][0].get<double>();
     c.prediction.high = p["interval"][1].get<double>();
+  } else {
+    c.prediction.interval_given = false;
   }
   c.prediction.node_samples_per_s = get_or<double>(p, "node_samples_per_s", 0);
   c.prediction.starvation = get_or<double>(p, "starvation", 0);
@@ -206,6 +216,10 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.search = get_or<std::string>(search, "mode", "model");
   c.search_wall_s = get_or<double>(search, "wall_s", 0);
   c.grid_equivalent_s = get_or<double>(search, "grid_equivalent_s", 0);
+  c.space_workers_max = get_or<int>(search, "space_workers_max", 0);
+  c.worker_cap = get_or<int>(search, "worker_cap", 0);
+  c.worker_cap_because = get_or<std::string>(search, "worker_cap_because", "");
+  c.limited_by_cap = get_or<bool>(search, "limited_by_cap", false);
   c.reason = get_or<std::string>(search, "reason", "");
   c.partial = get_or<bool>(search, "partial", false);
   for (const auto& t : search.value("trials", Json::array())) {
@@ -223,6 +237,8 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
     trial.transform_samples = get_or<std::uint64_t>(t, "transform_samples", 0);
     trial.loop_cpu_ms = get_or<double>(t, "loop_cpu_ms", 0);
     trial.too_short = get_or<bool>(t, "too_short", false);
+    trial.steady_steps = get_or<int>(t, "steady_steps", 0);
+    trial.capped = get_or<bool>(t, "capped", false);
     c.trials.push_back(trial);
   }
   c.pinned_bytes_per_rank = get_or<std::uint64_t>(doc.value("memory", Json::object()), "pinned_bytes_per_rank", 0);
@@ -238,6 +254,8 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   c.workload.step = get_or<std::string>(w, "step", "");
   c.workload.step_ms = get_or<std::string>(w, "step_ms", "0");
   c.workload.step_cpu_ms = get_or<double>(w, "step_cpu_ms", 0);
+  c.workload.stats_per_sample = get_or<int>(w, "stats_per_sample", 0);
+  c.workload.extra_opens_per_sample = get_or<int>(w, "extra_opens_per_sample", 0);
   c.workload.decode = get_or<std::string>(w, "decode", "none");
   c.workload.full_decode = get_or<bool>(w, "full_decode", false);
   c.workload.filter = get_or<std::string>(w, "filter", "fast");
@@ -254,6 +272,8 @@ TunedConfig parse_config(const Json& doc, const std::string& source) {
   check_range(c.workload.ranks, 1, 1024, "workload.ranks", source);
   check_range(c.workload.cpu_us, 0, 1e7, "workload.cpu_us", source);
   check_range(c.workload.step_cpu_ms, 0, 3.6e6, "workload.step_cpu_ms", source);
+  check_range(c.workload.stats_per_sample, 0, 16, "workload.stats_per_sample", source);
+  check_range(c.workload.extra_opens_per_sample, 0, 16, "workload.extra_opens_per_sample", source);
   check_range(c.workload.image_size, 1, 16384, "workload.image_size", source);
   const Json m = doc.value("machine", Json::object());
   c.machine.hostname = get_or<std::string>(m, "hostname", "");
@@ -275,7 +295,7 @@ std::string emit_python(const TunedConfig& c) {
   for (const auto& e : c.environment) env += fmt::format("os.environ.setdefault(\"{}\", \"{}\")  # {}\n", e.name, e.value, e.because);
   return fmt::format(
       R"(# DataLoader settings chosen by gpufeed tune ({search} search): {reason}
-# Predicted {pred:.0f} samples/s per rank (interval {low:.0f}-{high:.0f}).
+# Predicted {pred:.0f} samples/s per rank ({interval}).
 import os
 {env}
 DATALOADER_KWARGS = dict(
@@ -307,7 +327,10 @@ def worker_init_fn(worker_id, rank=int(os.environ.get("LOCAL_RANK", "0"))):
 # loader = torch.utils.data.DataLoader(dataset, worker_init_fn=worker_init_fn, **DATALOADER_KWARGS)
 )",
       fmt::arg("search", c.search), fmt::arg("reason", c.reason), fmt::arg("pred", c.prediction.samples_per_s),
-      fmt::arg("low", c.prediction.low), fmt::arg("high", c.prediction.high), fmt::arg("env", env),
+      fmt::arg("interval", c.prediction.interval_given
+                               ? fmt::format("interval {:.0f}-{:.0f}", c.prediction.low, c.prediction.high)
+                               : "no interval: " + c.prediction.interval_because),
+      fmt::arg("env", env),
       fmt::arg("w", c.chosen.workers), fmt::arg("p", c.chosen.prefetch_factor),
       fmt::arg("persist", c.persistent_workers ? "True" : "False"), fmt::arg("pin", c.chosen.pin_memory ? "True" : "False"),
       fmt::arg("b", c.batch_size), fmt::arg("drop", c.drop_last ? "True" : "False"), fmt::arg("cpus", cpus));

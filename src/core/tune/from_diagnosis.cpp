@@ -77,6 +77,16 @@ DiagnosisReading read_diagnosis(const Json& doc, int batch_size) {
     if (p.is_object() && p.value("role", "") == "loop") loop_cpu_s += number(p, "cpu_s");
   }
   if (files >= 50 && loop_cpu_s > 0) job.loop_cpu_ms = loop_cpu_s * 1e3 / files;
+  // Path calls are counted over the whole job, the loop's start-up imports
+  // included: a diagnosis attached to a running job (--pid) counts the
+  // workers' calls alone. Rounded: a module's stat now and then is noise.
+  const Json calls = evidence.value("path_calls", Json());
+  if (files >= 50 && calls.is_object()) {
+    const double stats = number(calls.value("stat", Json()), "calls");
+    const double opens = number(calls.value("open", Json()), "calls");
+    job.stats_per_file = static_cast<int>(std::clamp(std::lround(stats / files), 0L, 4L));
+    job.extra_opens_per_file = static_cast<int>(std::clamp(std::lround(opens / files) - 1, 0L, 4L));
+  }
   out.job = job;
   return out;
 }

@@ -28,20 +28,27 @@ class TrialLog {
   TrialLog(TrialRunner& runner, const SearchOptions& options)
       : runner_(runner), options_(options), start_(Clock::now()), start_s_(now()) {}
 
-  // False when the budget or the stop flag says no more trials.
-  bool may_run(double seconds) const {
+  // False when the budget or the stop flag says no more trials. A trial's
+  // length is estimated from the earlier trials of its round (none: it
+  // runs while any budget is left).
+  bool may_run(int round) const {
     if (options_.stop && options_.stop->load()) return false;
     if (options_.budget_seconds <= 0) return true;
     const double spent = now() - start_s_;
-    return spent + seconds <= options_.budget_seconds;
+    double sum = 0;
+    int n = 0;
+    for (const auto& t : result.trials) {
+      if (t.round == round) sum += t.seconds, ++n;
+    }
+    return spent + (n ? sum / n : 0.0) <= options_.budget_seconds && spent < options_.budget_seconds;
   }
 
-  std::optional<Trial> run(const Candidate& c, double seconds, int round) {
-    if (!may_run(seconds)) {
+  std::optional<Trial> run(const Candidate& c, const TrialLength& length, int round) {
+    if (!may_run(round)) {
       result.stopped_early = true;
       return std::nullopt;
     }
-    Trial t = runner_.run(c, seconds);
+    Trial t = runner_.run(c, length);
     t.candidate = c;
     t.round = round;
     result.trials.push_back(t);
@@ -78,9 +85,21 @@ std::vector<Candidate> SearchSpace::candidates() const {
   return out;
 }
 
+const std::vector<int>& worker_ladder() {
+  static const std::vector<int> ladder{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+  return ladder;
+}
+
+int next_worker_step(int workers) {
+  for (int w : worker_ladder()) {
+    if (w > workers) return w;
+  }
+  return 0;
+}
+
 SearchSpace default_space(int max_workers, bool both_pin) {
   SearchSpace s;
-  for (int w : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}) {
+  for (int w : worker_ladder()) {
     if (w <= std::max(1, max_workers)) s.workers.push_back(w);
   }
   s.prefetch = {1, 2, 4, 8};
@@ -100,6 +119,113 @@ bool preferred(const Candidate& a, const Candidate& b, const PrefetchCost& cost)
 }
 
 double free_prefetch_bytes(double mem_per_rank) { return std::min(mem_per_rank / 32, 256.0 * 1024 * 1024); }
+
+WorkerCap worker_cap(const WorkerCapInputs& in) {
+  WorkerCap cap;
+  cap.workers = worker_ladder().back();
+  auto lower = [&](double limit, std::string because) {
+    const int w = static_cast<int>(std::max(1.0, std::floor(limit)));
+    if (w < cap.workers) cap = {w, std::move(because)};
+  };
+  if (in.batch_bytes > 0 && in.pinned_per_rank > 0) {
+    lower(static_cast<double>(in.pinned_per_rank) / in.batch_bytes,
+          "the page-locked budget per rank (one batch per worker at the least)");
+  }
+  if (in.mem_available > 0 && in.bytes_per_worker > 0) {
+    lower(static_cast<double>(in.mem_available) / static_cast<double>(in.bytes_per_worker),
+          fmt::format("the memory free for workers ({:.0f} MiB each)", static_cast<double>(in.bytes_per_worker) / 1048576.0));
+  }
+  if (in.open_files > 0 && in.files_per_worker > 0) {
+    lower(static_cast<double>(in.open_files) / in.files_per_worker,
+          fmt::format("the open-file limit ({} per rank, {} per worker)", in.open_files, in.files_per_worker));
+  }
+  if (in.user_max > 0 && in.user_max <= cap.workers) cap = {in.user_max, "--max-workers"};
+  return cap;
+}
+
+namespace {
+
+// The best prediction's worker count, and its throughput (ties: fewer workers).
+std::pair<int, double> best_of(const std::vector<Prediction>& predictions) {
+  std::pair<int, double> best{0, -1};
+  for (const auto& p : predictions) {
+    if (p.samples_per_s > best.second || (p.samples_per_s == best.second && p.candidate.workers < best.first)) {
+      best = {p.candidate.workers, p.samples_per_s};
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+SearchSpace widen_to_the_bottleneck(SearchSpace space, int cap, double tolerance,
+                                    const std::function<std::vector<Prediction>(const SearchSpace&)>& predict,
+                                    std::vector<Prediction>& out) {
+  out = predict(space);
+  while (!space.workers.empty()) {
+    const auto [best_w, best] = best_of(out);
+    const int edge = space.workers.back();
+    const int next = next_worker_step(edge);
+    if (best_w != edge || next == 0 || next > cap) break;
+    SearchSpace step = space;
+    step.workers = {next};
+    const auto more = predict(step);
+    const auto [more_w, more_best] = best_of(more);
+    if (more.empty() || more_best < (1 + tolerance) * best) break;
+    space.workers.push_back(next);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return space;
+}
+
+double cpu_share(const Trial& t, double worker_cores, int ranks) {
+  // The built-in loader's CPU time per sample, else a job's (read from
+  // /proc, where transform_ms is CPU and not wall time). The loop's CPU
+  // per batch is left out: it is the step's, whichever the workers do.
+  const double per_sample = t.transform_cpu_ms > 0 ? t.transform_cpu_ms : t.transform_ms;
+  if (!t.ok || per_sample <= 0 || worker_cores <= 0) return 0;
+  return t.samples_per_s * per_sample * std::max(1, ranks) / 1000 / worker_cores;
+}
+
+Interval repeat_interval(const std::vector<double>& runs_in, double model_error, double ceiling) {
+  Interval iv;
+  std::vector<double> runs;
+  for (double r : runs_in) {
+    if (r > 0) runs.push_back(r);
+  }
+  if (runs.empty()) {
+    iv.because = "no successful trial of this config";
+    return iv;
+  }
+  std::sort(runs.begin(), runs.end());
+  const std::size_t n = runs.size();
+  iv.samples_per_s = n % 2 ? runs[n / 2] : (runs[n / 2 - 1] + runs[n / 2]) / 2;
+  if (n < 2) {
+    iv.because = "one trial of this config: too thin for an interval (gpufeed check measures it again)";
+    return iv;
+  }
+  const double spread = (runs.back() - runs.front()) / iv.samples_per_s;
+  if (spread > 0.5) {
+    iv.because = fmt::format("its {} trials differ by {:.0f}%: too noisy for an interval", n, spread * 100);
+    return iv;
+  }
+  double half = std::max(0.02, spread);
+  iv.because = spread > 0.02 ? fmt::format("the spread of its {} trials, {:.1f}%", n, spread * 100)
+                             : fmt::format("its {} trials agree within 2%: the floor of 2%", n);
+  if (model_error > half && model_error < 0.25) {
+    half = model_error;
+    iv.because = fmt::format("the model's median error on the trials, {:.1f}% (its {} trials differ by {:.1f}%)",
+                             model_error * 100, n, spread * 100);
+  }
+  iv.given = true;
+  iv.low = iv.samples_per_s * (1 - half);
+  iv.high = iv.samples_per_s * (1 + half);
+  if (ceiling > 0 && iv.high > ceiling) {
+    iv.high = std::max(ceiling, iv.samples_per_s);
+    iv.because += fmt::format("; at most {:.0f}, what the step allows (batch / step)", ceiling);
+  }
+  return iv;
+}
 
 namespace {
 
@@ -293,13 +419,69 @@ std::optional<Choice> choose(const std::vector<Trial>& trials, double tolerance,
   return c;
 }
 
+namespace {
+
+// The best full trial (none: no full trial succeeded).
+std::optional<Trial> best_full_trial(const std::vector<Trial>& trials) {
+  std::optional<Trial> best;
+  for (const auto& t : trials) {
+    if (t.ok && t.round == 2 && (!best || t.samples_per_s > best->samples_per_s)) best = t;
+  }
+  return best;
+}
+
+// Past the edge of what was tried: while the best full trial has the most
+// workers any full trial had, and its workers are not CPU-bound, a full
+// trial of the ladder's next worker count, up to the cap. Growth stops when
+// a step gains less than the tolerance (more workers stop helping), when
+// the trials turn CPU-bound (more only contend for the cores), or at the cap
+// (the report then says the cap limited the result).
+void grow_past_the_edge(TrialLog& log, const SearchOptions& options) {
+  auto& result = log.result;
+  for (;;) {
+    const auto best = best_full_trial(result.trials);
+    if (!best) return;
+    int top = 0;
+    for (const auto& t : result.trials) {
+      if (t.ok && t.round == 2) top = std::max(top, t.candidate.workers);
+    }
+    if (best->candidate.workers != top) return;  // the best is inside what was tried
+    const int next = next_worker_step(top);
+    const int cap = options.worker_cap > 0 ? options.worker_cap : top;
+    if (options.worker_cap <= 0) return;  // no growth asked for
+    if (next == 0 || next > cap) {
+      result.limited_by_cap = next != 0;
+      result.edge = fmt::format("the best config has {} workers, the most allowed (the cap)", top);
+      return;
+    }
+    if (options.cpu_bound && options.cpu_bound(result.trials)) {
+      result.edge = fmt::format("not grown past {} workers: the trials are CPU-bound, and more workers would only "
+                                "contend for the cores",
+                                top);
+      return;
+    }
+    Candidate c = best->candidate;
+    c.workers = next;
+    const auto t = log.run(c, options.full, 2);
+    if (!t) return;
+    result.grew_to.push_back(next);
+    if (!t->ok || t->samples_per_s < (1 + options.tolerance) * best->samples_per_s) {
+      result.edge = fmt::format("stopped growing at {} workers: {} workers gained less than {:g}%", top, next,
+                                options.tolerance * 100);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 SearchResult model_search(const std::vector<Prediction>& predictions, const SearchSpace& space, TrialRunner& runner,
                           const SearchOptions& options) {
   TrialLog log(runner, options);
   // Round 1: the shortlist, briefly.
   std::vector<Trial> first;
   for (const auto& c : shortlist(predictions, space, options.shortlist, options.prefetch_cost)) {
-    auto t = log.run(c, options.first_round_seconds, 1);
+    auto t = log.run(c, options.short_round, 1);
     if (!t) break;
     if (t->ok) first.push_back(*t);
   }
@@ -321,7 +503,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
   const bool favourite_short_ran = favourite && any_trial_of(log.result.trials, *favourite, [](const Trial& t) {
     return t.round == 1 && (t.ok || t.too_short);
   });
-  if (first.empty() && favourite_short_ran) log.run(*favourite, options.trial_seconds, 2);
+  if (first.empty() && favourite_short_ran) log.run(*favourite, options.full, 2);
   // Round 2: a full trial for the round-1 best, then for the preferred
   // (cheapest) configs near it, cheapest first, until one comes within the
   // tolerance of the best's full trial (at most two of them). Short rounds
@@ -359,9 +541,9 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
     for (std::size_t i = 1; cheaper_ones.empty() && i < first.size() && first[i].samples_per_s >= cut; ++i) {
       if (!ruled_out(first[i].candidate)) cheaper_ones.push_back(first[i].candidate);
     }
-    const auto full_best = log.run(best, options.trial_seconds, 2);
+    const auto full_best = log.run(best, options.full, 2);
     for (std::size_t i = 0; full_best && i < std::min<std::size_t>(2, cheaper_ones.size()); ++i) {
-      const auto t = log.run(cheaper_ones[i], options.trial_seconds, 2);
+      const auto t = log.run(cheaper_ones[i], options.full, 2);
       if (!t || (t->ok && full_best->ok && t->samples_per_s >= (1 - options.tolerance) * full_best->samples_per_s)) break;
     }
     // The model's favourite, where the short round put another config
@@ -373,7 +555,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
         favourite && any_trial_of(log.result.trials, *favourite, [](const Trial& t) { return t.round == 2; });
     if (full_best && favourite && !(*favourite == best) && favourite_short_ran && !favourite_full_ran &&
         predicted(model, *favourite) >= (1 + 3 * options.tolerance) * predicted(model, best)) {
-      log.run(*favourite, options.trial_seconds, 2);
+      log.run(*favourite, options.full, 2);
     }
     // The same for the model before any refit, where the short round
     // measured nothing of its favourite (the trial ran out of time): a
@@ -392,7 +574,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
       }) && !any_trial_of(log.result.trials, *raw_favourite, [](const Trial& t) { return t.ok || t.round == 2; });
       if (unmeasured && !(*raw_favourite == best) &&
           predicted(predictions, *raw_favourite) >= (1 + 3 * options.tolerance) * predicted(predictions, best)) {
-        log.run(*raw_favourite, options.trial_seconds, 2);
+        log.run(*raw_favourite, options.full, 2);
       }
     }
     // One step down the knee: the chosen config's next fewer workers, when
@@ -414,9 +596,10 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
       const bool failed =
           fewer && any_trial_of(log.result.trials, *fewer, [](const Trial& t) { return !t.ok && !t.too_short; });
       const bool slower = fewer_short > 0 && chosen_short > 0 && fewer_short < (1 - 2 * options.tolerance) * chosen_short;
-      if (fewer && !failed && !slower && !trial_of(log.result.trials, *fewer, 2)) log.run(*fewer, options.trial_seconds, 2);
+      if (fewer && !failed && !slower && !trial_of(log.result.trials, *fewer, 2)) log.run(*fewer, options.full, 2);
     }
   }
+  grow_past_the_edge(log, options);
   // The choice, with the model refitted to every trial as its tie-breaker.
   if (options.refit) log.result.refitted = options.refit(log.result.trials);
   log.result.choice = choose(log.result.trials, options.tolerance, options.prefetch_cost,
@@ -427,7 +610,7 @@ SearchResult model_search(const std::vector<Prediction>& predictions, const Sear
 SearchResult grid_search(const SearchSpace& space, TrialRunner& runner, const SearchOptions& options) {
   TrialLog log(runner, options);
   for (const auto& c : space.candidates()) {
-    if (!log.run(c, options.trial_seconds, 2)) break;
+    if (!log.run(c, options.full, 2)) break;
   }
   // Full trials only: no short-to-full noise, so the model breaks no tie;
   // it is kept for the figures that follow the choice.
