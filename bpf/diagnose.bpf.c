@@ -13,6 +13,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "diagnose.h"
+#include "syscall_nrs.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -20,37 +21,6 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 slow_call_ns = 1000000;  /* report path/file calls slower than this */
 const volatile __u64 wait_span_ns = 500000;   /* report loop waits longer than this */
 const volatile __u32 follow_forks = 1;        /* trace the new processes of traced ones */
-
-/* x86_64 syscall numbers we treat specially. */
-#define NR_read 0
-#define NR_open 2
-#define NR_close 3
-#define NR_stat 4
-#define NR_fstat 5
-#define NR_lstat 6
-#define NR_poll 7
-#define NR_pread64 17
-#define NR_readv 19
-#define NR_access 21
-#define NR_select 23
-#define NR_recvfrom 45
-#define NR_recvmsg 47
-#define NR_futex 202
-#define NR_getdents64 217
-#define NR_epoll_wait 232
-#define NR_openat 257
-#define NR_newfstatat 262
-#define NR_faccessat 269
-#define NR_pselect6 270
-#define NR_ppoll 271
-#define NR_epoll_pwait 281
-#define NR_preadv 295
-#define NR_preadv2 327
-#define NR_statx 332
-#define NR_openat2 437
-#define NR_faccessat2 439
-#define NR_epoll_pwait2 441
-#define NR_futex_waitv 449
 
 #define AT_EMPTY_PATH 0x1000
 #define O_CREAT 0100
@@ -137,9 +107,9 @@ static __always_inline __u32 log2_u64(__u64 v) {
 
 static __always_inline bool is_path_call(__u32 nr) {
   switch (nr) {
-    case NR_open: case NR_stat: case NR_lstat: case NR_access:
-    case NR_openat: case NR_openat2: case NR_newfstatat: case NR_statx:
-    case NR_faccessat: case NR_faccessat2:
+    case GF_NR_open: case GF_NR_stat: case GF_NR_lstat: case GF_NR_access:
+    case GF_NR_openat: case GF_NR_openat2: case GF_NR_newfstatat: case GF_NR_statx:
+    case GF_NR_faccessat: case GF_NR_faccessat2:
       return true;
   }
   return false;
@@ -148,10 +118,10 @@ static __always_inline bool is_path_call(__u32 nr) {
 /* Which argument holds the path, for the path-taking calls. */
 static __always_inline unsigned long path_arg(struct pt_regs *regs, __u32 nr) {
   switch (nr) {
-    case NR_open: case NR_stat: case NR_lstat: case NR_access:
-      return regs->di;
+    case GF_NR_open: case GF_NR_stat: case GF_NR_lstat: case GF_NR_access:
+      return PT_REGS_PARM1_SYSCALL(regs);
   }
-  return regs->si; /* the *at() calls: (dirfd, path, ...) */
+  return PT_REGS_PARM2_SYSCALL(regs); /* the *at() calls: (dirfd, path, ...) */
 }
 
 /* An open that may create its file: PyTorch's workers open one per batch
@@ -159,16 +129,16 @@ static __always_inline unsigned long path_arg(struct pt_regs *regs, __u32 nr) {
  * a dataset file read. open_how.flags is the first field of openat2's. */
 static __always_inline bool opens_to_create(struct pt_regs *regs, __u32 nr) {
   __u64 flags = 0;
-  if (nr == NR_open) flags = regs->si;
-  else if (nr == NR_openat) flags = regs->dx;
-  else if (nr == NR_openat2) bpf_probe_read_user(&flags, sizeof(flags), (void *)regs->dx);
+  if (nr == GF_NR_open) flags = PT_REGS_PARM2_SYSCALL(regs);
+  else if (nr == GF_NR_openat) flags = PT_REGS_PARM3_SYSCALL(regs);
+  else if (nr == GF_NR_openat2) bpf_probe_read_user(&flags, sizeof(flags), (void *)PT_REGS_PARM3_SYSCALL(regs));
   return flags & O_CREAT;
 }
 
 static __always_inline bool is_fd_call(__u32 nr) {
   switch (nr) {
-    case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
-    case NR_recvfrom: case NR_recvmsg: case NR_close: case NR_fstat: case NR_getdents64:
+    case GF_NR_read: case GF_NR_pread64: case GF_NR_readv: case GF_NR_preadv: case GF_NR_preadv2:
+    case GF_NR_recvfrom: case GF_NR_recvmsg: case GF_NR_close: case GF_NR_fstat: case GF_NR_getdents64:
       return true;
   }
   return false;
@@ -202,11 +172,11 @@ static __always_inline __u16 file_kind(struct file *f) {
 /* Calls the training loop blocks in while it waits for its next batch. */
 static __always_inline bool is_wait(__u32 nr, __u16 kind) {
   switch (nr) {
-    case NR_poll: case NR_ppoll: case NR_select: case NR_pselect6:
-    case NR_epoll_wait: case NR_epoll_pwait: case NR_epoll_pwait2:
-    case NR_futex: case NR_futex_waitv:
+    case GF_NR_poll: case GF_NR_ppoll: case GF_NR_select: case GF_NR_pselect6:
+    case GF_NR_epoll_wait: case GF_NR_epoll_pwait: case GF_NR_epoll_pwait2:
+    case GF_NR_futex: case GF_NR_futex_waitv:
       return true;
-    case NR_read: case NR_readv: case NR_recvfrom: case NR_recvmsg:
+    case GF_NR_read: case GF_NR_readv: case GF_NR_recvfrom: case GF_NR_recvmsg:
       return kind == GF_KIND_PIPE || kind == GF_KIND_SOCKET;
   }
   return false;
@@ -228,11 +198,11 @@ static __always_inline void fill_start(struct gf_start *s, struct gf_proc *proc,
   if (is_path_call(s->syscall)) {
     s->kind = opens_to_create(regs, s->syscall) ? GF_KIND_CREATE : GF_KIND_PATH;
     s->path_ptr = path_arg(regs, s->syscall);
-    if (s->syscall != NR_open && s->syscall != NR_stat && s->syscall != NR_lstat && s->syscall != NR_access)
-      s->fd = (int)regs->di; /* dirfd */
-    if (s->syscall == NR_newfstatat || s->syscall == NR_statx) {
+    if (s->syscall != GF_NR_open && s->syscall != GF_NR_stat && s->syscall != GF_NR_lstat && s->syscall != GF_NR_access)
+      s->fd = (int)PT_REGS_PARM1_SYSCALL(regs); /* dirfd */
+    if (s->syscall == GF_NR_newfstatat || s->syscall == GF_NR_statx) {
       /* fstat(fd) arrives as newfstatat(fd, "", AT_EMPTY_PATH). */
-      unsigned long flags = s->syscall == NR_newfstatat ? regs->r10 : regs->dx;
+      unsigned long flags = s->syscall == GF_NR_newfstatat ? PT_REGS_PARM4_SYSCALL(regs) : PT_REGS_PARM3_SYSCALL(regs);
       char first = 1;
       /* Read the path's first byte only when the flag makes it matter. */
       if (flags & AT_EMPTY_PATH) bpf_probe_read_user(&first, 1, (void *)s->path_ptr);
@@ -242,10 +212,10 @@ static __always_inline void fill_start(struct gf_start *s, struct gf_proc *proc,
       }
     }
   } else if (is_fd_call(s->syscall)) {
-    s->fd = (int)regs->di;
+    s->fd = (int)PT_REGS_PARM1_SYSCALL(regs);
     struct file *f = fd_file(s->fd);
     s->file_ptr = (__u64)f;
-    s->kind = s->syscall == NR_fstat ? GF_KIND_FD_STAT : file_kind(f);
+    s->kind = s->syscall == GF_NR_fstat ? GF_KIND_FD_STAT : file_kind(f);
   }
 }
 
@@ -307,8 +277,8 @@ static __always_inline bool is_reported_slow(__u32 nr, __u16 kind) {
   if (kind == GF_KIND_PATH || kind == GF_KIND_FD_STAT) return true;
   if (kind != GF_KIND_FILE) return false;
   switch (nr) {
-    case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
-    case NR_close: case NR_getdents64:
+    case GF_NR_read: case GF_NR_pread64: case GF_NR_readv: case GF_NR_preadv: case GF_NR_preadv2:
+    case GF_NR_close: case GF_NR_getdents64:
       return true;
   }
   return false;
@@ -328,7 +298,7 @@ static __always_inline int finish_call(struct gf_start st, long ret, __u64 dur, 
   h->count += 1;
   h->total_ns += dur;
   h->slots[slot] += 1;
-  if (ret > 0 && st.kind == GF_KIND_FILE && st.syscall != NR_close && st.syscall != NR_getdents64) h->bytes += ret;
+  if (ret > 0 && st.kind == GF_KIND_FILE && st.syscall != GF_NR_close && st.syscall != GF_NR_getdents64) h->bytes += ret;
 
   bool slow = dur >= slow_call_ns && is_reported_slow(st.syscall, st.kind);
   bool wait = st.role == GF_ROLE_LOOP && dur >= wait_span_ns && is_wait(st.syscall, st.kind);

@@ -2,9 +2,14 @@
  * CO-RE relocations (preserve_access_index). libbpf matches each field by name
  * against the running kernel's BTF at load time, so this header builds on any
  * host (no /sys/kernel/btf needed at build time) and the object runs on any
- * kernel with BTF. Only the members we touch are declared; x86_64 only. */
+ * kernel with BTF. Only the members we touch are declared. The one
+ * architecture-specific type, struct pt_regs, is declared for x86_64 and
+ * arm64 (chosen by -D__TARGET_ARCH_xxx, as libbpf's bpf_tracing.h is). */
 #ifndef GF_VMLINUX_H
 #define GF_VMLINUX_H
+/* What bpftool's generated vmlinux.h defines: bpf_tracing.h then names the
+ * kernel's pt_regs members (di, si), not the user-space ones (rdi, rsi). */
+#define __VMLINUX_H__
 
 typedef unsigned char __u8;
 typedef short __s16;
@@ -46,9 +51,35 @@ enum {
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
+#if defined(__TARGET_ARCH_x86)
 struct pt_regs {
   unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
 };
+#elif defined(__TARGET_ARCH_arm64)
+/* bpf_tracing.h reads arguments through user_pt_regs (regs[n]) and the first
+ * syscall argument from pt_regs' orig_x0, which a syscall's return value does
+ * not overwrite. */
+struct user_pt_regs {
+  __u64 regs[31];
+  __u64 sp;
+  __u64 pc;
+  __u64 pstate;
+};
+struct pt_regs {
+  union {
+    struct user_pt_regs user_regs;
+    struct {
+      __u64 regs[31];
+      __u64 sp;
+      __u64 pc;
+      __u64 pstate;
+    };
+  };
+  __u64 orig_x0;
+};
+#else
+#error "gf_vmlinux.h declares struct pt_regs for x86_64 and arm64; pass -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64"
+#endif
 
 struct qstr {
   const unsigned char *name;

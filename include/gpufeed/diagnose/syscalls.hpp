@@ -1,5 +1,6 @@
 #pragma once
-// x86_64 syscall numbers and what they mean to the diagnosis.
+// The host's syscall numbers (bpf/syscall_nrs.h, shared with the BPF programs) and what they mean to the
+// diagnosis.
 #include <string>
 
 namespace gpufeed::sys {

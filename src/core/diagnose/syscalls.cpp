@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "syscall_nrs.h"
+
 namespace gpufeed::sys {
 namespace {
 
@@ -28,16 +30,35 @@ std::string name(int nr) {
 }
 
 bool is_stat(int nr) {
-  // stat, lstat, access, newfstatat, faccessat, statx, faccessat2
-  return nr == 4 || nr == 6 || nr == 21 || nr == 262 || nr == 269 || nr == 332 || nr == 439;
+  switch (nr) {
+    case GF_NR_stat: case GF_NR_lstat: case GF_NR_access: case GF_NR_newfstatat:
+    case GF_NR_faccessat: case GF_NR_statx: case GF_NR_faccessat2:
+      return true;
+  }
+  return false;
 }
-bool is_open(int nr) { return nr == 2 || nr == 257 || nr == 437; }
-bool is_read(int nr) { return nr == 0 || nr == 17 || nr == 19 || nr == 295 || nr == 327; }
+
+bool is_open(int nr) { return nr == GF_NR_open || nr == GF_NR_openat || nr == GF_NR_openat2; }
+
+bool is_read(int nr) {
+  switch (nr) {
+    case GF_NR_read: case GF_NR_pread64: case GF_NR_readv: case GF_NR_preadv: case GF_NR_preadv2:
+      return true;
+  }
+  return false;
+}
+
 bool is_wait(int nr) {
-  // poll, select, futex, epoll_wait, pselect6, ppoll, epoll_pwait, epoll_pwait2, futex_waitv
-  return nr == 7 || nr == 23 || nr == 202 || nr == 232 || nr == 270 || nr == 271 || nr == 281 || nr == 441 ||
-         nr == 449;
+  switch (nr) {
+    case GF_NR_poll: case GF_NR_select: case GF_NR_futex: case GF_NR_epoll_wait: case GF_NR_pselect6:
+    case GF_NR_ppoll: case GF_NR_epoll_pwait: case GF_NR_epoll_pwait2: case GF_NR_futex_waitv:
+      return true;
+  }
+  return false;
 }
-bool is_pipe_read(int nr) { return nr == 0 || nr == 19 || nr == 45 || nr == 47; }
+
+bool is_pipe_read(int nr) {
+  return nr == GF_NR_read || nr == GF_NR_readv || nr == GF_NR_recvfrom || nr == GF_NR_recvmsg;
+}
 
 }  // namespace gpufeed::sys
