@@ -1,7 +1,5 @@
 #include "child_process.hpp"
 
-#include "process_group.hpp"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,15 +8,16 @@
 
 #include <cerrno>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "gpufeed/error.hpp"
+#include "gpufeed/os/process_group.hpp"
 
 namespace gpufeed::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kExecFailed = 127;
 
 // Drains what is ready on `fd` into `into`; false at end of file.
 bool drain(int fd, std::string& into) {
@@ -39,31 +38,26 @@ bool drain(int fd, std::string& into) {
 ChildResult run_child(const std::vector<std::string>& argv, double timeout_s, const std::atomic<bool>* stop,
                       const ChildTick& on_tick) {
   ChildResult r;
-  int out_fds[2], err_fds[2], exec_fds[2];
-  if (pipe2(out_fds, O_CLOEXEC) != 0 || pipe2(err_fds, O_CLOEXEC) != 0 || pipe2(exec_fds, O_CLOEXEC) != 0) {
+  int out_fds[2], err_fds[2];
+  if (pipe2(out_fds, O_CLOEXEC) != 0 || pipe2(err_fds, O_CLOEXEC) != 0) {
     throw runtime_error("cannot create pipes for " + argv.front());
   }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw runtime_error("cannot fork for " + argv.front());
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(out_fds[1], 1);
-    dup2(err_fds[1], 2);
-    execvp(args[0], args.data());
-    const int e = errno;  // the parent learns of the failure through the exec pipe (closed on success)
-    (void)!write(exec_fds[1], &e, sizeof e);
-    _exit(kExecFailed);
+  auto close_writers = [&] {
+    close(out_fds[1]);
+    close(err_fds[1]);
+  };
+  std::unique_ptr<os::Launched> child;
+  try {
+    child = std::make_unique<os::Launched>(argv, os::LaunchOptions{true, false, out_fds[1], err_fds[1]});
+  } catch (...) {
+    close_writers();
+    close(out_fds[0]);
+    close(err_fds[0]);
+    throw;
   }
-  setpgid(pid, pid);
-  close(out_fds[1]);
-  close(err_fds[1]);
-  close(exec_fds[1]);
-  int exec_errno = 0;
-  r.started = read(exec_fds[0], &exec_errno, sizeof exec_errno) != static_cast<ssize_t>(sizeof exec_errno);
-  close(exec_fds[0]);
+  const pid_t pid = child->pid();
+  close_writers();
+  r.started = child->release() == 0;
   fcntl(out_fds[0], F_SETFL, O_NONBLOCK);
   fcntl(err_fds[0], F_SETFL, O_NONBLOCK);
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
@@ -88,7 +82,7 @@ ChildResult run_child(const std::vector<std::string>& argv, double timeout_s, co
         on_tick(pid, r);
       } catch (...) {  // the hook failed: the child goes with it
         kill(-pid, SIGCONT);
-        end_process_group(pid, status, std::chrono::seconds(2));
+        os::end_process_group(pid, status, std::chrono::seconds(2));
         close(out_fds[0]);
         close(err_fds[0]);
         throw;
@@ -96,7 +90,7 @@ ChildResult run_child(const std::vector<std::string>& argv, double timeout_s, co
     }
   }
   if (r.stopped || r.timed_out) {
-    end_process_group(pid, status, std::chrono::seconds(2));
+    os::end_process_group(pid, status, std::chrono::seconds(2));
     reaped = true;
   }
   if (!reaped) {

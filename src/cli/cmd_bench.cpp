@@ -11,6 +11,7 @@
 #include "gpufeed/loader/bench_report.hpp"
 #include "gpufeed/loader/cache.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/units.hpp"
 
@@ -39,7 +40,7 @@ struct BenchOptions {
 int run_storage_only(BenchOptions& o, Context& ctx) {
   auto source = open_data(o.data, ctx.io);
   const auto samples = list_data(*source, ctx.io, o.output.quiet);
-  loader::StopOnSignal stop;
+  os::StopOnSignal stop;
   ProgressLine progress(ctx.io.err, ctx.io.err_is_tty && !o.output.quiet);
   loader::StorageProbeOptions options;
   options.concurrency = o.concurrency;
@@ -110,7 +111,7 @@ int run_bench(BenchOptions& o, Context& ctx) {
     report.notes.push_back("pin_memory off: --device cpu copies nothing");
   }
 
-  loader::StopOnSignal stop;
+  os::StopOnSignal stop;
   const auto started = std::chrono::steady_clock::now();
   ProgressLine progress(ctx.io.err, ctx.io.err_is_tty && !o.output.quiet);
   loader::LoaderRun run{*source, samples, *transform, *device, *step, o.config, {}, {}};

@@ -13,7 +13,7 @@
 #include "gpufeed/text.hpp"
 #include "option_values.hpp"
 #include "gpufeed/loader/basic_steps.hpp"
-#include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
@@ -125,7 +125,7 @@ int run_check(CheckOptions& o, Context& ctx) {
     if (c.workload.target == "simulate") {
       items.push_back({"throughput", true, "not re-measured: the config came from tune --simulate"});
     } else if (fits) {
-      loader::StopOnSignal stop;
+      os::StopOnSignal stop;
       std::unique_ptr<tune::TrialRunner> runner;
       DataOptions data;
       data.data = o.data.empty() ? c.workload.data : o.data;

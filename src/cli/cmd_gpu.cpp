@@ -13,7 +13,7 @@
 
 #include "context.hpp"
 #include "gpufeed/input_file.hpp"
-#include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/os/stop_signals.hpp"
 #include "option_values.hpp"
 #include "progress_line.hpp"
 #include "gpufeed/atomic_file.hpp"
@@ -43,7 +43,7 @@ int run_record(const RecordOptions& o, Context& ctx) {
                         "run on a node with an NVIDIA (NVML) or AMD (rocm-smi) GPU and its driver");
   }
   // Ctrl-C or SIGTERM ends the recording early; what was sampled is written.
-  loader::StopOnSignal stop;
+  os::StopOnSignal stop;
   const auto start = std::chrono::steady_clock::now();
   auto clock = [start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   GpuTrace trace;

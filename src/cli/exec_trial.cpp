@@ -12,13 +12,13 @@
 #include <algorithm>
 #include <chrono>
 
+#include "gpufeed/os/process_group.hpp"
 #include "gpufeed/stats.hpp"
 #include "gpufeed/trace/job_wait_trace.hpp"
 #include "gpufeed/trace/proc_reader.hpp"
 #include "gpufeed/tune/job_cpu.hpp"
 #include "gpufeed/tune/printed_metric.hpp"
 #include "gpufeed/tune/wait_metric.hpp"
-#include "process_group.hpp"
 #include "tune_trials.hpp"
 
 namespace gpufeed::cli {
@@ -59,7 +59,7 @@ struct JobGuard {
     if (fd >= 0) close(fd);
     if (pid <= 0) return;
     int status = 0;
-    end_process_group(pid, status, std::chrono::seconds(3));
+    os::end_process_group(pid, status, std::chrono::seconds(3));
   }
 };
 
@@ -87,16 +87,16 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw runtime_error("cannot create a pipe for --exec");
   const auto start = Clock::now();
-  const pid_t pid = fork();
-  if (pid < 0) throw runtime_error("cannot fork for --exec");
-  if (pid == 0) {
-    setpgid(0, 0);  // its own group: the job and its workers are stopped together
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
+  pid_t pid = -1;
+  try {
+    // Its own group: the job and its workers are stopped together.
+    os::Launched job({"/bin/sh", "-c", command}, os::LaunchOptions{true, false, fds[1], fds[1]});
+    pid = job.pid();
+  } catch (...) {
+    close(fds[0]);
+    close(fds[1]);
+    throw;
   }
-  setpgid(pid, pid);
   close(fds[1]);
   // Whatever throws from here on (the tracer, /proc, the output) must not
   // leave the job running in a group of its own, out of Ctrl-C's reach.
@@ -211,7 +211,7 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   trace.reset();
   // Reap the job; SIGKILL what is left of its group (children, stragglers).
   guard.pid = -1;
-  exited = end_process_group(pid, status, std::chrono::seconds(3)) && WIFEXITED(status);
+  exited = os::end_process_group(pid, status, std::chrono::seconds(3)) && WIFEXITED(status);
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (interrupted(trial, setup_.stop)) return trial;
   const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);

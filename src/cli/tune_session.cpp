@@ -11,7 +11,7 @@
 
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/input_file.hpp"
-#include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/trace/job_wait_trace.hpp"
 #include "gpufeed/tune/advice.hpp"
 #include "gpufeed/tune/from_diagnosis.hpp"
@@ -206,7 +206,7 @@ int run_tune(const TuneRequest& request, Context& ctx) {
   if (r.out != "-") check_output_path(r.out);
   CliTuneReporter rep(ctx, r.quiet || r.out == "-");  // stdout carries the config then
   if (r.simulate) return run_simulate(r, ctx, rep);
-  loader::StopOnSignal stop;
+  os::StopOnSignal stop;
   CliTunePlatform platform(ctx);
   app::run_tune_session(r, platform, rep, &stop.flag());
   return 0;

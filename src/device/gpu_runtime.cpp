@@ -1,9 +1,9 @@
 // Loading a CUDA or HIP runtime with dlopen() and resolving its entry points.
 #include "gpu_runtime.hpp"
 
-#include <dlfcn.h>
-
 #include <fmt/format.h>
+
+#include "gpufeed/os/dynamic_library.hpp"
 
 namespace gpufeed::loader::device {
 
@@ -78,8 +78,8 @@ std::string GpuRuntime::failed(const char* call, gpufeed_gpu_error status) const
 namespace {
 
 template <class F>
-bool resolve(void* handle, const char* symbol, F& out) {
-  out = reinterpret_cast<F>(dlsym(handle, symbol));
+bool resolve(const os::DynamicLibrary& library, const char* symbol, F& out) {
+  out = library.symbol<F>(symbol);
   return out != nullptr;
 }
 
@@ -87,20 +87,18 @@ bool resolve(void* handle, const char* symbol, F& out) {
 
 std::optional<GpuRuntime> load_gpu_runtime(const RuntimeFlavor& flavor, const std::string& library,
                                            std::string& reason) {
-  dlerror();
-  // RTLD_NODELETE: a GPU runtime starts its own threads and registers exit
-  // handlers; unmapping its code under them is a crash at exit, so a runtime
-  // once loaded stays mapped (dlclose only drops the reference).
-  void* raw = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (raw == nullptr) {
-    const char* why = dlerror();
-    reason = why != nullptr ? why : library + ": cannot be loaded";
+  // A GPU runtime starts its own threads and registers exit handlers: once
+  // loaded it stays mapped.
+  auto loaded = std::make_shared<os::DynamicLibrary>(library, os::DynamicLibrary::Lifetime::StayMapped);
+  if (!*loaded) {
+    reason = loaded->error();
     return std::nullopt;
   }
+  const os::DynamicLibrary& raw = *loaded;
   GpuRuntime rt;
   rt.flavor = &flavor;
   rt.library = library;
-  rt.handle = std::shared_ptr<void>(raw, [](void* h) { dlclose(h); });
+  rt.handle = loaded;
 
   const std::pair<const char*, bool> resolved[] = {
       {flavor.get_device_count, resolve(raw, flavor.get_device_count, rt.get_device_count)},

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "gpu_runtime_api.h"
+#include "gpufeed/os/dynamic_library.hpp"
 
 namespace gpufeed::loader::device {
 
@@ -46,7 +47,7 @@ extern const RuntimeFlavor kHipFlavor;
 struct GpuRuntime {
   const RuntimeFlavor* flavor = nullptr;
   std::string library;          // the name or path it was loaded from
-  std::shared_ptr<void> handle;  // dlopen() handle
+  std::shared_ptr<os::DynamicLibrary> handle;
 
   gpufeed_gpu_get_device_count_fn get_device_count = nullptr;
   gpufeed_gpu_set_device_fn set_device = nullptr;

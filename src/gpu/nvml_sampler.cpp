@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "dynamic_library.hpp"
+#include "gpufeed/os/dynamic_library.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
 #include "nvml_api.hpp"
 
@@ -34,7 +34,7 @@ std::string normalize_nvml_bus_id(std::string_view nvml_bus_id) {
 namespace {
 
 struct NvmlApi {
-  gpu::DynamicLibrary library;
+  os::DynamicLibrary library;
   // Required.
   nvmlInit_fn init = nullptr;
   nvmlShutdown_fn shutdown = nullptr;
@@ -260,7 +260,7 @@ std::optional<std::string> read_bus_id(const NvmlApi& api, nvmlDevice_t handle) 
 
 GpuOpenResult open_nvml(const std::string& library) {
   NvmlApi api;
-  api.library = gpu::DynamicLibrary(library);
+  api.library = os::DynamicLibrary(library);
   if (!api.library) return {nullptr, fmt::format("NVML not found ({})", api.library.error())};
 
   const auto& lib = api.library;

@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "dynamic_library.hpp"
+#include "gpufeed/os/dynamic_library.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
 
 #if __has_include(<rocm_smi/rocm_smi.h>)
@@ -70,7 +70,7 @@ class StderrSilenced {
 };
 
 struct RocmSmiApi {
-  gpu::DynamicLibrary library;
+  os::DynamicLibrary library;
   // Required.
   decltype(&rsmi_init) init = nullptr;
   decltype(&rsmi_shut_down) shut_down = nullptr;
@@ -197,7 +197,7 @@ GpuOpenResult open_rocm_smi(const std::string& library) {
     std::string errors;
     for (const char* soname :
          {"librocm_smi64.so.1", "librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5"}) {
-      api.library = gpu::DynamicLibrary(soname);
+      api.library = os::DynamicLibrary(soname);
       if (api.library) {
         name = soname;
         break;
@@ -208,7 +208,7 @@ GpuOpenResult open_rocm_smi(const std::string& library) {
       return {nullptr, fmt::format("rocm-smi not found (tried librocm_smi64.so.1, .so.7, .so.6, .so.5; {})", errors)};
     }
   } else {
-    api.library = gpu::DynamicLibrary(library);
+    api.library = os::DynamicLibrary(library);
     if (!api.library) return {nullptr, fmt::format("rocm-smi not found ({})", api.library.error())};
   }
 

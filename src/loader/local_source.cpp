@@ -19,7 +19,7 @@
 #include "gpufeed/diagnose/mounts.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/text.hpp"
-#include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/process_view.hpp"
 
 namespace gpufeed::loader {
@@ -79,7 +79,7 @@ class LocalSource final : public SampleSource {
     std::string failure;
     std::mutex failure_mu;
     auto work = [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < keys.size() && !failed && !stop_requested();) {
+      for (std::size_t i; (i = next.fetch_add(1)) < keys.size() && !failed && !os::stop_requested();) {
         struct stat st {};
         const bool stat_failed = ::stat(path_of(keys[i]).c_str(), &st) != 0;
         if (stat_failed || !S_ISREG(st.st_mode)) {
@@ -96,7 +96,7 @@ class LocalSource final : public SampleSource {
     const int n = std::clamp<int>(options_.list_threads, 1, static_cast<int>(std::max<std::size_t>(keys.size(), 1)));
     for (int t = 0; t < n; ++t) threads.emplace_back(work);
     for (auto& t : threads) t.join();
-    if (stop_requested()) throw interrupted_listing(keys.size());
+    if (os::stop_requested()) throw interrupted_listing(keys.size());
     if (failed) {
       throw usage_error(fmt::format("cannot list the dataset: {}", failure),
                         manifest_ ? "fix or remove that line of the manifest" : "check the dataset's permissions");
@@ -188,7 +188,7 @@ class LocalSource final : public SampleSource {
     fs::recursive_directory_iterator it(options_.path, fs::directory_options::skip_permission_denied, ec);
     if (ec) throw usage_error(fmt::format("cannot read the dataset directory {}: {}", options_.path.string(), ec.message()));
     for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (stop_requested()) throw interrupted_listing(keys.size());
+      if (os::stop_requested()) throw interrupted_listing(keys.size());
       if (ec) throw runtime_error(fmt::format("cannot walk {}: {}", options_.path.string(), ec.message()));
       const auto name = it->path().filename().string();
       if (!name.empty() && name[0] == '.') {  // hidden files and directories are not samples

@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <csignal>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -100,39 +99,5 @@ ThreadHeadroom thread_headroom(const std::filesystem::path& root) {
   }
   return h;
 }
-
-}  // namespace gpufeed::loader
-
-namespace gpufeed::loader {
-namespace {
-
-std::atomic<bool> g_stop{false};
-std::atomic<int> g_depth{0};  // StopOnSignal scopes alive
-struct sigaction g_old_int {};
-struct sigaction g_old_term {};
-
-void on_stop(int) { g_stop.store(true); }
-
-}  // namespace
-
-StopOnSignal::StopOnSignal() {
-  if (g_depth.fetch_add(1) > 0) return;  // the outer scope's handlers and flag hold
-  g_stop.store(false);
-  struct sigaction sa {};
-  sa.sa_handler = on_stop;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &g_old_int);
-  sigaction(SIGTERM, &sa, &g_old_term);
-}
-
-StopOnSignal::~StopOnSignal() {
-  if (g_depth.fetch_sub(1) > 1) return;
-  sigaction(SIGINT, &g_old_int, nullptr);
-  sigaction(SIGTERM, &g_old_term, nullptr);
-}
-
-const std::atomic<bool>& StopOnSignal::flag() const { return g_stop; }
-
-bool stop_requested() { return g_depth.load() > 0 && g_stop.load(); }
 
 }  // namespace gpufeed::loader

@@ -1,14 +1,12 @@
 // Which GPU vendor libraries this host can load. gpufeed never links them:
 // the samplers and device backends dlopen() them at run time, so one binary
 // starts on every host. Probing loads and unloads each candidate once.
-#include <dlfcn.h>
-#include <link.h>
 
 #include <array>
 
 #include <fmt/format.h>
 
-#include "gpufeed/probe/dl_keep.hpp"
+#include "gpufeed/os/dynamic_library.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 
 namespace gpufeed {
@@ -40,12 +38,10 @@ std::vector<GpuLibrary> probe_gpu_libraries() {
     for (const char* soname : c.sonames) {
       if (soname == nullptr) break;
       tried += fmt::format("{}{}", tried.empty() ? "" : ", ", soname);
-      void* handle = dlopen(soname, RTLD_LAZY | RTLD_LOCAL | kDlopenKeep);
-      if (handle == nullptr) continue;
-      link_map* map = nullptr;
+      const os::DynamicLibrary handle(soname, os::DynamicLibrary::Lifetime::Unload, os::DynamicLibrary::Binding::Lazy);
+      if (!handle) continue;
       lib.loadable = true;
-      lib.detail = (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name) ? map->l_name : soname;
-      dlclose(handle);
+      lib.detail = handle.path().empty() ? soname : handle.path();
       break;
     }
     if (!lib.loadable) lib.detail = "not found (tried " + tried + ")";

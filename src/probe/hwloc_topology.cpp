@@ -1,7 +1,6 @@
 #include "gpufeed/probe/hwloc_topology.hpp"
 
 #include <hwloc.h>
-#include <link.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,7 +12,7 @@
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/pci_ids.hpp"
-#include "gpufeed/probe/dl_keep.hpp"
+#include "gpufeed/os/dynamic_library.hpp"
 
 namespace gpufeed {
 namespace {
@@ -110,19 +109,6 @@ Topology extract(hwloc_topology_t topo) {
 
 }  // namespace
 
-void keep_hwloc_plugins_loaded() {
-  if constexpr (kDlopenKeep != 0) {
-    dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t, void*) {
-          const std::string name = info->dlpi_name ? info->dlpi_name : "";
-          // RTLD_NOLOAD: only re-flag what hwloc already loaded; never closed.
-          if (name.find("/hwloc/hwloc_") != std::string::npos) dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | kDlopenKeep);
-          return 0;
-        },
-        nullptr);
-  }
-}
-
 Topology load_topology(const std::optional<std::filesystem::path>& xml) {
   if (xml) check_xml_readable(*xml);
   hwloc_topology_t raw = nullptr;
@@ -145,7 +131,7 @@ Topology load_topology(const std::optional<std::filesystem::path>& xml) {
     throw runtime_error(fmt::format("hwloc could not read this machine's topology: {}", std::strerror(errno)),
                         "check that /sys is mounted, or pass --topology FILE.xml");
   }
-  keep_hwloc_plugins_loaded();
+  os::keep_loaded_under_sanitizers("/hwloc/hwloc_");  // the plugins hwloc loaded
   Topology t = extract(raw);
   t.source = xml ? xml->string() : "this machine";
   if (t.pus.empty()) {

@@ -2,7 +2,6 @@
 // to it through plugin_abi.h. Nothing here links LibTorch; the plugin pulls
 // it in (hundreds of shared libraries, a third of a second of start-up) only
 // when a model is asked for.
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <array>
@@ -15,6 +14,7 @@
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader/step.hpp"
+#include "gpufeed/os/dynamic_library.hpp"
 #include "plugin_abi.h"
 #include "plugin_lookup.hpp"
 
@@ -56,32 +56,29 @@ std::string joined(const std::vector<std::filesystem::path>& paths) {
 }
 
 Plugin load_plugin_from(const std::filesystem::path& path) {
-  dlerror();
-  // RTLD_NODELETE: LibTorch starts thread pools and registers static
-  // destructors; it cannot be unloaded safely, so it stays for the process.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (handle == nullptr) {
-    const char* why = dlerror();
-    throw runtime_error(fmt::format("cannot load the LibTorch step plugin {}: {}", path.string(),
-                                    why != nullptr ? why : "unknown dlopen error"),
+  // LibTorch starts thread pools and registers static destructors: it cannot
+  // be unloaded safely, so it stays mapped.
+  os::DynamicLibrary library(path.string(), os::DynamicLibrary::Lifetime::StayMapped);
+  if (!library) {
+    throw runtime_error(fmt::format("cannot load the LibTorch step plugin {}: {}", path.string(), library.error()),
                         "install LibTorch's run-time libraries (apt-get install libtorch-dev) or rebuild gpufeed");
   }
   Plugin plugin;
   plugin.path = path.string();
-  auto version = reinterpret_cast<gpufeed_torch_abi_version_fn>(dlsym(handle, "gpufeed_torch_abi_version"));
-  plugin.open = reinterpret_cast<gpufeed_torch_open_fn>(dlsym(handle, "gpufeed_torch_open"));
-  plugin.run = reinterpret_cast<gpufeed_torch_run_fn>(dlsym(handle, "gpufeed_torch_run"));
-  plugin.describe = reinterpret_cast<gpufeed_torch_describe_fn>(dlsym(handle, "gpufeed_torch_describe"));
-  plugin.close = reinterpret_cast<gpufeed_torch_close_fn>(dlsym(handle, "gpufeed_torch_close"));
+  auto version = library.symbol<gpufeed_torch_abi_version_fn>("gpufeed_torch_abi_version");
+  plugin.open = library.symbol<gpufeed_torch_open_fn>("gpufeed_torch_open");
+  plugin.run = library.symbol<gpufeed_torch_run_fn>("gpufeed_torch_run");
+  plugin.describe = library.symbol<gpufeed_torch_describe_fn>("gpufeed_torch_describe");
+  plugin.close = library.symbol<gpufeed_torch_close_fn>("gpufeed_torch_close");
   const int abi = version != nullptr ? version() : -1;
   if (abi != GPUFEED_TORCH_PLUGIN_ABI || !plugin.open || !plugin.run || !plugin.describe || !plugin.close) {
-    dlclose(handle);
     throw runtime_error(fmt::format("{} is not a gpufeed LibTorch step plugin of interface version {} (found {})",
                                     path.string(), GPUFEED_TORCH_PLUGIN_ABI,
                                     abi < 0 ? std::string("none") : std::to_string(abi)),
                         "rebuild gpufeed and its plugin from the same sources");
   }
-  return plugin;  // the handle stays open for the life of the process
+  library.keep_for_the_process();  // the plugin's functions are used until exit
+  return plugin;
 }
 
 // Finds and loads the plugin. Not cached: a second dlopen() of the same

@@ -20,6 +20,8 @@
 
 #include "gpufeed/diagnose/mounts.hpp"
 #include "gpufeed/diagnose/syscalls.hpp"
+#include "gpufeed/os/process_group.hpp"
+#include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/input_file.hpp"
 #include "gpufeed/gpu/activity.hpp"
@@ -31,95 +33,32 @@
 namespace gpufeed {
 namespace {
 
-std::atomic<int> g_stop_signal{0};
-
-void on_stop_signal(int sig) { g_stop_signal.store(sig); }
-
-// SIGINT/SIGTERM end the window (the report is still written); the previous
-// handlers come back when the session ends. No SA_RESTART, so a blocking poll
-// returns at once.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal.store(0);
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  int signal() const { return g_stop_signal.load(); }
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
-
 std::uint64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-int status_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
-
-// Starts CMD stopped at a pipe so it can be put in the traced set before its
-// first instruction; exec failures come back through a close-on-exec pipe.
+// Starts CMD held before its exec, so it can be put in the traced set before
+// its first instruction. It stays in gpufeed's process group: a terminal's
+// Ctrl-C reaches the job as it would without gpufeed.
 class Launch {
  public:
-  explicit Launch(const std::vector<std::string>& cmd) {
-    int go[2], fail[2];
-    if (pipe2(go, O_CLOEXEC) != 0 || pipe2(fail, O_CLOEXEC) != 0) {
-      throw runtime_error(fmt::format("cannot start the command: {}", std::strerror(errno)));
-    }
-    pid_ = fork();
-    if (pid_ < 0) throw runtime_error(fmt::format("cannot start the command: {}", std::strerror(errno)));
-    if (pid_ == 0) {
-      char c;
-      (void)!read(go[0], &c, 1);  // wait until the tracer knows us
-      std::vector<char*> argv;
-      for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execvp(argv[0], argv.data());
-      int err = errno;
-      (void)!write(fail[1], &err, sizeof err);
-      _exit(127);
-    }
-    close(go[0]);
-    close(fail[1]);
-    go_ = go[1];
-    fail_ = fail[0];
-    cmd0_ = cmd.front();
-  }
-  ~Launch() {
-    if (go_ >= 0) close(go_);
-    if (fail_ >= 0) close(fail_);
-  }
-  Launch(const Launch&) = delete;
-  Launch& operator=(const Launch&) = delete;
-  int pid() const { return pid_; }
+  explicit Launch(const std::vector<std::string>& cmd)
+      : child_(cmd, os::LaunchOptions{false, true, -1, -1}), cmd0_(cmd.front()) {}
+  int pid() const { return child_.pid(); }
   // Lets the command exec; throws a usage error if exec failed.
   void release() {
-    (void)!write(go_, "g", 1);
-    close(go_);
-    go_ = -1;
-    int err = 0;
-    if (read(fail_, &err, sizeof err) == static_cast<ssize_t>(sizeof err)) {
+    if (const int err = child_.release(); err != 0) {
       int status = 0;
-      waitpid(pid_, &status, 0);
+      waitpid(child_.pid(), &status, 0);
       throw usage_error(fmt::format("cannot run '{}': {}", cmd0_, std::strerror(err)),
                         "check the command after '--' (is it on PATH?)");
     }
   }
 
  private:
-  int pid_ = -1, go_ = -1, fail_ = -1;
+  os::Launched child_;
   std::string cmd0_;
 };
 
@@ -197,7 +136,7 @@ class Session {
     validate();
     ProcessView view = inspect_process(io_.host, InspectOptions{false, false});
     start_tracer(view);
-    StopSignals signals;
+    os::StopOnSignal signals;
     std::unique_ptr<Launch> launch;
     std::vector<DiagnosisTarget> targets;
     start_ns_ = monotonic_ns();
@@ -238,7 +177,7 @@ class Session {
     sample(0.0);
     while (true) {
       const std::uint64_t now = monotonic_ns();
-      if (signals.signal()) {
+      if (signals.last_signal()) {
         end_reason = "interrupted";
         outcome.interrupted = true;
         break;
@@ -246,7 +185,7 @@ class Session {
       if (now >= deadline) break;
       if (launch && !outcome.command_status) {
         int status = 0;
-        if (waitpid(launch->pid(), &status, WNOHANG) == launch->pid()) outcome.command_status = status_code(status);
+        if (waitpid(launch->pid(), &status, WNOHANG) == launch->pid()) outcome.command_status = os::exit_code_of(status);
       }
       if (all_targets_exited(outcome)) {
         end_reason = "target exited";
@@ -275,7 +214,7 @@ class Session {
       for (int i = 0; i < 100 && !outcome.command_status; ++i) {
         int status = 0;
         if (waitpid(launch->pid(), &status, WNOHANG) == launch->pid()) {
-          outcome.command_status = status_code(status);
+          outcome.command_status = os::exit_code_of(status);
         } else {
           usleep(10000);
         }
@@ -484,7 +423,7 @@ class Session {
         if (it != procs_.end()) {
           it->second.info.exited = true;
           it->second.info.last_seen_s = t;
-          it->second.info.exit_code = status_code(ev.other_pid);
+          it->second.info.exit_code = os::exit_code_of(ev.other_pid);
         }
         break;
       }
@@ -643,16 +582,16 @@ DiagnoseOutcome run_diagnose_session(const DiagnoseRequest& req, SessionIo& io) 
 
 int wait_for_command(int pid, std::ostream& err, bool quiet) {
   int done = 0;
-  if (waitpid(pid, &done, WNOHANG) == pid) return status_code(done);
+  if (waitpid(pid, &done, WNOHANG) == pid) return os::exit_code_of(done);
   if (!quiet) err << "gpufeed: report written; waiting for the command to exit\n";
-  StopSignals signals;
+  os::StopOnSignal signals;
   bool forwarded = false;
   for (;;) {
     int status = 0;
     const pid_t r = waitpid(pid, &status, 0);
-    if (r == pid) return status_code(status);
+    if (r == pid) return os::exit_code_of(status);
     if (r < 0 && errno != EINTR) return 1;
-    if (signals.signal() == SIGTERM && !forwarded) {
+    if (signals.last_signal() == SIGTERM && !forwarded) {
       err << "gpufeed: passing SIGTERM on to the command\n";
       kill(pid, SIGTERM);
       forwarded = true;

@@ -14,7 +14,7 @@
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader/local_source.hpp"
-#include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/loader/pipeline.hpp"
 #include "gpufeed/loader/storage_table.hpp"
 #include "support/latencyfs_mount.hpp"
@@ -178,7 +178,7 @@ TEST(LocalSourceOnFuse, ListingEndsWithinASecondOfCtrlC) {
   TempDir dir;
   const auto mount = slow_files(dir, 640, 200);  // 640 stats of 200 ms on 32 threads: 4 s
   auto src = open_local_source({mount->path()});
-  StopOnSignal stop;
+  os::StopOnSignal stop;
   auto listing = std::async(std::launch::async, [&] { return src->list(); });
   const auto signalled = std::chrono::steady_clock::now();
   std::raise(SIGINT);
