@@ -175,6 +175,7 @@ class Session {
     std::uint64_t next_sample = start_ns_, next_progress = start_ns_ + 1000000000ULL;
     std::string end_reason = "duration";
     sample(0.0);
+    if (!io_.quiet) announce(targets);
     while (true) {
       const std::uint64_t now = monotonic_ns();
       if (signals.last_signal()) {
@@ -233,7 +234,6 @@ class Session {
     outcome.report.end_reason = end_reason;
     outcome.report.command_exit_code = outcome.command_status;
     if (launch && !outcome.command_status) outcome.launched_pid = launch->pid();
-    if (!tracer_note_.empty()) outcome.report.notes.insert(outcome.report.notes.begin(), tracer_note_);
     return outcome;
   }
 
@@ -491,6 +491,18 @@ class Session {
     }
   }
 
+  // Says what is traced once the window is open: a user knows Ctrl-C is
+  // safe from here, and a script can wait for this line before sending it.
+  void announce(const std::vector<DiagnosisTarget>& targets) {
+    std::string pids;
+    for (const auto& t : targets) pids += (pids.empty() ? "" : ", ") + std::to_string(t.pid);
+    io_.err << fmt::format("gpufeed: tracing pid{} {} and {} for up to {:g} s; Ctrl-C ends the window and "
+                           "still writes the report\n",
+                           targets.size() > 1 ? "s" : "", pids,
+                           targets.size() > 1 ? "their workers" : "its workers", req_.duration_s)
+            << std::flush;
+  }
+
   void progress(std::uint64_t now, std::uint64_t deadline) {
     const double elapsed = seconds(now);
     int alive = 0;
@@ -559,7 +571,6 @@ class Session {
   std::string gpu_unavailable_;
   std::string target_environ_;
   std::string reason_;
-  std::string tracer_note_;
   std::uint64_t start_ns_ = 0;
   std::set<int> main_pids_;
   std::map<int, Tracked> procs_;

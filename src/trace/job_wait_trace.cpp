@@ -85,9 +85,9 @@ bool JobWaitTrace::tick() {
     // All ranks at once: a rank attached late would count fewer steps.
     if (steady && static_cast<int>(last_loops_.size()) >= ranks_) {
       int rank = 0;
-      // The loops alone: the metric reads their waits, and tracing the
-      // workers' every call would slow a CPU-bound job's (10-15% on this
-      // project's 2-core VM: bench/README.md, trace_overhead.py).
+      // The loops alone: the metric reads their waits, and tracing every
+      // call of a CPU-bound job's workers slows them (bench/README.md,
+      // trace_overhead.py).
       for (int loop : last_loops_) tracer_->add_process(loop, false, rank++);
       loops_ = rank;
       attached_ns_ = now_ns();

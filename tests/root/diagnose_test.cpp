@@ -178,7 +178,7 @@ TEST_F(Diagnose, JobExitingDuringTracingStillYieldsAReport) {
 // Every way diagnose can end leaves no program loaded and the job running.
 struct Ending {
   std::string name;
-  int signal_after_ms;  // 0: none
+  bool interrupt;  // SIGINT or SIGTERM (by name) once the window is open
   std::vector<std::string> extra;
   bool bogus_pid;
   int expected_code;
@@ -195,8 +195,15 @@ TEST_P(DiagnoseEnding, DetachesCleanlyAndLeavesTheJobUnharmed) {
                                 (dir_ / "d.json").string()};
   args.insert(args.end(), e.extra.begin(), e.extra.end());
   auto g = gpufeed(args);
-  if (e.signal_after_ms > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(e.signal_after_ms));
+  if (e.interrupt) {
+    // Signalled once diagnose says its window is open, not after a guess at
+    // how long attaching takes.
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (output().find("gpufeed: tracing pid") == std::string::npos && std::chrono::steady_clock::now() < limit) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_NE(output().find("gpufeed: tracing pid"), std::string::npos) << "diagnose never opened its window\n"
+                                                                          << output();
     g->signal(e.name == "sigint" ? SIGINT : SIGTERM);
   }
   auto code = g->wait(30);
@@ -204,7 +211,7 @@ TEST_P(DiagnoseEnding, DetachesCleanlyAndLeavesTheJobUnharmed) {
   EXPECT_EQ(*code, e.expected_code) << output();
   if (e.expected_code == 0) {
     json doc = read_json(dir_ / "d.json");
-    EXPECT_EQ(doc["end_reason"], e.signal_after_ms ? "interrupted" : "duration");
+    EXPECT_EQ(doc["end_reason"], e.interrupt ? "interrupted" : "duration");
   } else {
     EXPECT_FALSE(std::filesystem::exists(dir_ / "d.json"));
   }
@@ -214,11 +221,11 @@ TEST_P(DiagnoseEnding, DetachesCleanlyAndLeavesTheJobUnharmed) {
 
 INSTANTIATE_TEST_SUITE_P(
     Endings, DiagnoseEnding,
-    ::testing::Values(Ending{"normal", 0, {"--duration", "1.5"}, false, 0},
-                      Ending{"sigint", 1500, {"--duration", "30"}, false, 0},
-                      Ending{"sigterm", 1500, {"--duration", "30"}, false, 0},
-                      Ending{"no_such_target", 0, {"--duration", "5"}, true, 2},
-                      Ending{"bad_option", 0, {"--duration", "-1"}, false, 2}),
+    ::testing::Values(Ending{"normal", false, {"--duration", "1.5"}, false, 0},
+                      Ending{"sigint", true, {"--duration", "30"}, false, 0},
+                      Ending{"sigterm", true, {"--duration", "30"}, false, 0},
+                      Ending{"no_such_target", false, {"--duration", "5"}, true, 2},
+                      Ending{"bad_option", false, {"--duration", "-1"}, false, 2}),
     [](const ::testing::TestParamInfo<Ending>& p) { return p.param.name; });
 
 // The incident, reproduced: a PyTorch DataLoader job reading ~50 KB JPEGs

@@ -74,9 +74,9 @@ TEST(Calibration, ShortRoundTrialsCountWhereAConfigHadNoFullOne) {
   EXPECT_DOUBLE_EQ(c.step_factor, 1) << "two trials: per sample only";
 }
 
-// Without a full trial among the other configs' the factors stay 1: in
-// bench/tune_incident.py's runs 24 and 26, fitted to short trials alone,
-// they took --exec's model further from the job than the raw model was.
+// Without a full trial among the other configs' the factors stay 1: fitted
+// to short trials alone, they take --exec's model further from the job
+// than the raw model is.
 TEST(Calibration, ShortRoundTrialsAloneFitNothing) {
   std::vector<Trial> trials = {trial(2, 2, 100, 1), trial(4, 2, 200, 1), trial(6, 2, 150, 2) /* the chosen */};
   const auto c = calibrate(incident_like(), {1, 64}, trials, {6, 2, true});

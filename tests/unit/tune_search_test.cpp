@@ -364,7 +364,7 @@ TEST(Search, RepeatSpreadIsTheWidestGapBetweenAConfigsShortAndFullTrials) {
               0.08, 1e-9);
 }
 
-// The local incident's job on 2 cores (run 4 of bench/README.md): 3
+// The local incident's job on 2 cores: 3
 // workers' full trial read 3.4% above 2 workers', within the 3.1% by which
 // 3 workers' own two trials differed plus the tolerance; paired runs give 2
 // workers 592/s and 3 workers 515/s.
@@ -416,7 +416,7 @@ TEST(Search, ARefitWithNothingMeasuredRulesNothingOut) {
   EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{2, 6}));
 }
 
-// The local incident's job, run 5: the short round put 2 workers first and
+// The local incident's job: the short round put 2 workers first and
 // 6 workers second; 6's full trial then read 508 against 2's 460 (paired
 // runs: 603 and 531). Refitted to the job's own CPU, the model puts 6
 // workers 10% below 2: no full trial for it, and the next runner-up (3)
@@ -435,7 +435,7 @@ TEST(Search, ACostlierRunnerUpTheRefittedModelRulesOutGetsNoFullTrial) {
   {
     ScriptedRunner runner(job);
     const auto r = model_search(predictions, space, runner, defaults);
-    EXPECT_EQ(full_trial_workers(runner, defaults), (std::vector<int>{2, 6})) << "without a refit: as in run 5";
+    EXPECT_EQ(full_trial_workers(runner, defaults), (std::vector<int>{2, 6})) << "without a refit, 6 gets the full trial";
     EXPECT_EQ(r.choice->chosen.candidate.workers, 6);
   }
   const std::map<int, double> refitted = {{1, 303}, {2, 542}, {3, 540}, {4, 536}, {6, 486}, {8, 489}};

@@ -47,10 +47,9 @@ bool crowds_cores(const Workload& w, const NodeShape& node, const Candidate& c);
 // mispredicted differently (a job's processes lose to that crowding more
 // than the model charges), so only the trials on the chosen config's side
 // count, when it has any. Short-round trials alone fit nothing: without a
-// full trial among them the factors stay 1 and the raw model stands (a
-// job's short trial holds its start-up and a few seconds' noise; fitted to
-// them alone the factors moved bench/tune_incident.py's --exec model from
-// -0.1% to +6.3% and from -11.3% to -20.4% on the job, runs 24 and 26).
+// full trial among them the factors stay 1 and the raw model stands, since
+// a job's short trial holds its start-up and a few seconds' noise, and
+// factors fitted to that move the model away from the job.
 // tune calibrates only a `--exec` target's model.
 Calibration calibrate(const Workload& w, const NodeShape& node, const std::vector<Trial>& trials,
                       const Candidate& chosen, const SimOptions& options = {});

@@ -2,8 +2,7 @@
 // The per-sample CPU cost as the built-in loader's own trials measured it
 // (docs/tune.md). Phase 2 times the transform for well under a second; on a
 // noisy machine that one window can read 10-30% off the minutes the trials
-// then run in (this project's 2-core VM: 2.29-3.27 ms for the same JPEG
-// decode in twelve tunes within 25 minutes). The trials time every sample
+// then run in. The trials time every sample
 // they transform, each at a known number of busy cores, so after the search
 // the model's final figures use them: the cost with one core busy, and how
 // much it grows when every worker core is.

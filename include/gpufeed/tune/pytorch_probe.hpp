@@ -19,10 +19,9 @@ struct PytorchCosts {
   std::string versions;             // "torch 1.13.0, PIL 9.4.0"
   // The built-in transform's CPU per sample on as many threads, timed in
   // turns with the probe (its process group paused meanwhile): 0 when it
-  // did not run. This VM's cores swing between about 2.6 and 4 ms for the
-  // same decode within seconds, so each figure alone moves by 20-50% from
-  // one tune to the next; their ratio, taken over the same seconds, is
-  // the pipeline's own.
+  // did not run. A shared host's cores can swing by half for the same
+  // decode within seconds, so each figure alone moves from one tune to the
+  // next; their ratio, taken over the same seconds, is the pipeline's own.
   double builtin_cpu_ms = 0;
 };
 

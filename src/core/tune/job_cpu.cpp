@@ -55,8 +55,7 @@ namespace {
 
 // The full trials that measured the job's CPU, when there are any: their
 // windows are longer. A short trial's opens at the job's first figure and
-// lasts a few seconds, and on this project's 2-core VM the same job's CPU
-// per sample read 3.2-3.9 ms across such windows.
+// lasts a few seconds, too short for a steady CPU figure on a noisy host.
 std::vector<Trial> measured_trials(const std::vector<Trial>& trials) {
   std::vector<Trial> out;
   for (int round : {2, 1}) {
