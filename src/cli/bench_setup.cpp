@@ -1,6 +1,7 @@
 #include "bench_setup.hpp"
 
 #include "progress_line.hpp"
+#include "stores.hpp"
 
 #include <fmt/format.h>
 
@@ -11,9 +12,6 @@
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/cache.hpp"
 #include "gpufeed/loader/jpeg_transform.hpp"
-#include "gpufeed/loader/local_source.hpp"
-#include "gpufeed/loader/s3_source.hpp"
-#include "gpufeed/loader/synthetic_source.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
@@ -22,27 +20,15 @@
 namespace gpufeed::cli {
 
 std::unique_ptr<loader::SampleSource> open_data(const DataOptions& o, const Io& io) {
-  if (o.data.empty()) {
-    throw usage_error("--data is required", "give a directory, a manifest, s3://bucket/prefix or synthetic:PRESET");
-  }
-  std::unique_ptr<loader::SampleSource> source;
-  if (loader::is_synthetic_spec(o.data)) {
-    source = loader::make_synthetic_source(loader::parse_synthetic_spec(o.data));
-  } else if (o.data.rfind("s3://", 0) == 0) {
-    loader::S3Options s3;
-    s3.url = o.data;
-    s3.endpoint = o.s3_endpoint;
-    s3.region = o.s3_region;
-    s3.profile = o.s3_profile;
-    s3.max_connections = o.s3_connections;
-    s3.env = loader::environment_map();
-    source = loader::open_s3_source(s3);
-  } else {
-    if (!o.s3_endpoint.empty() || !o.s3_region.empty() || !o.s3_profile.empty()) {
-      throw usage_error("--s3-* options apply to s3:// data only", "drop them, or give --data s3://bucket/prefix");
+  if (o.data.empty()) throw usage_error("--data is required", "give " + data_specs());
+  const StoreKind& kind = store_kind_of(o.data);
+  for (const auto& other : store_kinds()) {
+    if (&other != &kind && other.options_given(o)) {
+      throw usage_error(fmt::format("{} options apply to {} data only", other.options, other.spec),
+                        fmt::format("drop them, or give --data {}", other.spec));
     }
-    source = loader::open_local_source({o.data, 32, io.host.root / "proc/self/mountinfo"});
   }
+  auto source = kind.open(o, io);
   // The SSD tier sits next to the store; the memory tier in front of both.
   if (!o.cache_dir.empty()) {
     source = loader::make_ssd_cache(std::move(source), o.cache_dir, parse_size(o.cache_size, "--cache-size"));

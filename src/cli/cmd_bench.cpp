@@ -8,6 +8,7 @@
 #include "context.hpp"
 #include "option_values.hpp"
 #include "progress_line.hpp"
+#include "stores.hpp"
 #include "gpufeed/loader/bench_report.hpp"
 #include "gpufeed/loader/cache.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
@@ -168,8 +169,8 @@ Command add_bench_command(CLI::App& app) {
       "bench", "Run the built-in prefetching loader (PyTorch DataLoader semantics) against a dataset and measure "
                "samples/s, starvation and where the time goes; or, with --storage-only, the storage alone");
   auto* data = cmd->add_option("--data", o->data.data,
-                               "Dataset: a directory, a manifest file (one path per line), s3://bucket/prefix, "
-                               "or synthetic:PRESET[,key=value...] (presets: memory, local-nvme, nfs, s3fs, s3)")
+                               "Dataset: " + data_specs() +
+                                   " (synthetic:PRESET[,key=value...]; presets: memory, local-nvme, nfs, s3fs, s3)")
                    ->type_name("SOURCE");
   data->required();
   cmd->add_option("--workers", o->config.workers, "DataLoader num_workers")
@@ -230,19 +231,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup, "Steps left out of the figures (default prefetch x workers)")
       ->check(whole_in("--warmup", {0, 1e12, "steps", false, "16"}))->group("Run");
 
-  cmd->add_option("--s3-endpoint", o->data.s3_endpoint, "S3-compatible endpoint URL (default: AWS)")->group("S3");
-  cmd->add_option("--s3-region", o->data.s3_region, "Region (default: AWS_REGION, profile, us-east-1)")->group("S3");
-  cmd->add_option("--s3-profile", o->data.s3_profile, "Profile in ~/.aws/credentials")->group("S3");
-  cmd->add_option("--s3-connections", o->data.s3_connections, "Requests in flight at most")
-      ->check(whole_in("--s3-connections", {1, 1024, "connections", false, "64"}))->default_val(64)
-      ->group("S3");
-
-  cmd->add_option("--cache-mem", o->data.cache_mem, "In-memory LRU cache tier of this size (e.g. 2GiB)")
-      ->check(size_value("--cache-mem"))->type_name("SIZE")->group("Cache");
-  cmd->add_option("--cache-dir", o->data.cache_dir, "Local SSD cache tier in this directory")->group("Cache");
-  cmd->add_option("--cache-size", o->data.cache_size, "Size bound of the SSD tier")
-      ->check(size_value("--cache-size"))->default_val("10GiB")
-      ->type_name("SIZE")->group("Cache");
+  add_store_options(*cmd, o->data, true);
 
   cmd->add_flag("--storage-only", o->storage_only, "Measure the storage alone: stat/open/read latency, MB/s and IOPS "
                                                    "at each --concurrency")->group("Storage");

@@ -12,6 +12,7 @@
 #include "gpufeed/input_file.hpp"
 #include "gpufeed/text.hpp"
 #include "option_values.hpp"
+#include "stores.hpp"
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
@@ -31,7 +32,7 @@ struct CheckOptions {
   double tolerance = 0.10;
   int steps = 60;        // steady steps after the warm-up, as tune's full trial
   double seconds = 120;  // the cap
-  std::string data;    // overrides the config's dataset
+  DataOptions data;  // data.data overrides the config's dataset; the store options reach it either way
   std::string device = "auto";
   std::string exec;  // the job to run, given here: a config never runs a command by itself
   OutputOptions output;
@@ -127,8 +128,8 @@ int run_check(CheckOptions& o, Context& ctx) {
     } else if (fits) {
       os::StopOnSignal stop;
       std::unique_ptr<tune::TrialRunner> runner;
-      DataOptions data;
-      data.data = o.data.empty() ? c.workload.data : o.data;
+      DataOptions data = o.data;
+      if (data.data.empty()) data.data = c.workload.data;
       std::unique_ptr<loader::SampleSource> source;
       std::vector<loader::SampleInfo> samples;
       std::unique_ptr<loader::SampleTransform> transform;
@@ -247,7 +248,9 @@ Command add_check_command(CLI::App& app) {
       ->check(whole_in("--steps", {1, 1000000, "steps", false, "60"}))->default_val(60);
   cmd->add_option("--seconds", o->seconds, "The most the measurement may take (a run it cuts short says so)")
       ->check(real_in("--seconds", {0, 86400, "seconds", true, "120"}))->default_val(120);
-  cmd->add_option("--data", o->data, "Measure on this dataset instead of the config's");
+  cmd->add_option("--data", o->data.data, "Measure on this dataset instead of the config's: " + data_specs())
+      ->type_name("SOURCE");
+  add_store_options(*cmd, o->data, false);
   cmd->add_option("--device", o->device, "auto, cuda, hip, host or cpu")
       ->check(one_of("--device", {"auto", "cuda", "hip", "host", "cpu"}))->default_val("auto");
   cmd->add_option("--exec", o->exec,

@@ -1,6 +1,7 @@
 // `gpufeed tune`: options -> TuneRequest -> run_tune.
 #include "context.hpp"
 #include "option_values.hpp"
+#include "stores.hpp"
 #include "tune_session.hpp"
 
 namespace gpufeed::cli {
@@ -10,7 +11,7 @@ Command add_tune_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "tune", "Find the DataLoader config (num_workers, prefetch_factor, pin_memory, CPU binding) that feeds the "
               "GPUs: measure, model every candidate, verify the best by trials, write a JSON config");
-  cmd->add_option("--data", r->data.data, "Dataset: directory, manifest, s3://bucket/prefix or synthetic:PRESET")
+  cmd->add_option("--data", r->data.data, "Dataset: " + data_specs())
       ->type_name("SOURCE");
   cmd->add_option("--batch-size", r->batch_size, "Samples per batch")
       ->check(whole_in("--batch-size", {1, 1048576, "samples", false, "64"}))->default_val(32);
@@ -101,9 +102,7 @@ Command add_tune_command(CLI::App& app) {
       ->check(whole_in("--image-size", {1, 16384, "pixels", false, "224"}))->default_val(224)->group("Per sample");
   cmd->add_option("--device", r->device.device, "auto, cuda, hip, host or cpu")
       ->check(one_of("--device", {"auto", "cuda", "hip", "host", "cpu"}))->default_val("auto");
-  cmd->add_option("--s3-endpoint", r->data.s3_endpoint, "S3-compatible endpoint URL")->group("S3");
-  cmd->add_option("--s3-region", r->data.s3_region, "S3 region")->group("S3");
-  cmd->add_option("--s3-profile", r->data.s3_profile, "Profile in ~/.aws/credentials")->group("S3");
+  add_store_options(*cmd, r->data, false);
   cmd->add_option("--out", r->out, "Where the config goes (- for stdout)")
       // The default is checked when tune runs: a check here would run for every command.
       ->default_val("gpufeed-config.json")->check(output_path("--out", true))->type_name("FILE");

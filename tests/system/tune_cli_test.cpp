@@ -469,6 +469,14 @@ TEST_F(CheckCli, FailsWhenTheConfigDoesNotFitTheMachine) {
   EXPECT_NE(r.err.find("this machine allows"), std::string::npos) << r.err;
 }
 
+// check opens the config's store through the same registry as bench and
+// tune, so it takes the same store options, and refuses them for another kind.
+TEST_F(CheckCli, TakesTheStoreOptionsAndRefusesThemForAnotherKindOfStore) {
+  const auto r = run_cli({"check", "--config", config_.string(), "--seconds", "1", "--s3-region", "eu-west-1"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--s3-* options apply to s3://bucket/prefix data only"), std::string::npos) << r.err;
+}
+
 TEST_F(CheckCli, FailsOnAnUnknownSchemaVersion) {
   const auto path = edited([](nlohmann::json& d) { d["schema"] = "gpufeed.config/v9"; });
   const auto r = run_cli({"check", "--config", path.string()});

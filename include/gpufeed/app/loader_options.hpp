@@ -10,6 +10,9 @@ struct DataOptions {
   std::string data;  // directory, manifest, s3://bucket/prefix or synthetic:...
   std::string s3_endpoint, s3_region, s3_profile;
   int s3_connections = 64;
+  int s3_max_attempts = 5;             // tries per request, the first included
+  double s3_connect_timeout_s = 5;     // to establish a connection
+  int s3_request_timeout_s = 30;       // an attempt that receives nothing this long is abandoned
   std::string cache_mem;         // size, empty: no memory tier
   std::string cache_dir;         // empty: no SSD tier
   std::string cache_size = "10GiB";
