@@ -121,9 +121,24 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   std::vector<tune::JobProcess> cpu_first, cpu_last;
   Clock::time_point cpu_first_at, cpu_last_at, last_figure_at;
   std::vector<double> gaps_s;  // between the job's figures
+  // A job that ends by itself stops its workers before it exits: a snapshot
+  // taken then has the loops without their workers, or with a helper child
+  // in their place, and the stopped workers' CPU is lost. The figures keep
+  // the latest snapshot whose loops are the ones the first snapshot found,
+  // each with as many workers (a new epoch's may be new processes).
+  std::vector<std::pair<int, std::size_t>> first_loops;  // pid, workers
+  Clock::time_point cpu_looked_at;
+  auto loop_shape = [](const std::vector<tune::JobProcess>& procs) {
+    std::vector<std::pair<int, std::size_t>> shape;
+    for (const auto& l : tune::job_loops(procs)) shape.emplace_back(l.pid, l.workers.size());
+    return shape;
+  };
   auto snapshot = [&] {
-    cpu_last = snapshot_job(pid);
-    cpu_last_at = Clock::now();
+    auto now_procs = snapshot_job(pid);
+    cpu_looked_at = Clock::now();
+    if (metric_seen && !first_loops.empty() && loop_shape(now_procs) != first_loops) return;
+    cpu_last = std::move(now_procs);
+    cpu_last_at = cpu_looked_at;
   };
   // Past the first figure: the steady steps at the job's rate (a traced
   // loop: at its known step), and two reporting intervals, within the cap.
@@ -143,6 +158,7 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
       snapshot();
       cpu_first = cpu_last;
       cpu_first_at = cpu_last_at;
+      first_loops = loop_shape(cpu_first);
       const double in = std::chrono::duration<double>(now - start).count();
       if (in > length.max_seconds) {
         trial.note = fmt::format("ran on to its first figure, {:.1f} s in, past the round's {:g} s cap", in, length.max_seconds);
@@ -158,7 +174,7 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
       trace->tick();
       if (!metric_seen && trace->window_open()) on_figure(0);
     }
-    if (metric_seen && !asked_to_stop && Clock::now() - cpu_last_at >= std::chrono::seconds(1)) snapshot();
+    if (metric_seen && !asked_to_stop && Clock::now() - cpu_looked_at >= std::chrono::seconds(1)) snapshot();
     const bool stopping = setup_.stop && setup_.stop->load();
     if (!asked_to_stop && (stopping || Clock::now() >= deadline)) {
       if (metric_seen) snapshot();

@@ -402,6 +402,42 @@ TEST(TuneCli, ExecTrialsReadTheJobsOwnCpuFromItsProcesses) {
   EXPECT_GE(measured, 2) << r.out;
 }
 
+// A job that ends by itself stops its workers first and runs on a little
+// (here: a helper child in their place, as a launcher's cleanup would be).
+// The trials' CPU comes from the last look at the job while its workers ran:
+// a look after they stopped would lose their CPU, or price the helper as
+// the workers.
+TEST(TuneCli, ExecTrialsOfAJobThatEndsByItselfKeepItsWorkersCpu) {
+  TempDir dir;
+  const auto out = dir / "config.json";
+  const auto job = dir.write("job.sh",
+                             "spin() { while :; do :; done; }\n"
+                             "i=0; pids=''; while [ $i -lt $1 ]; do spin & pids=\"$pids $!\"; i=$((i + 1)); done\n"
+                             "n=0; while [ $n -lt 12 ]; do echo \"samples/s: 4\"; sleep 0.2; n=$((n + 1)); done\n"
+                             "kill $pids; wait 2>/dev/null\n"
+                             "sleep 2.5\n"
+                             "echo \"samples/s: 4\"\n");
+  auto args = quick_tune(out);
+  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
+  *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = "30";
+  *(std::find(args.begin(), args.end(), "--first-round-seconds") + 1) = "30";
+  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const auto doc = load(out);
+  int measured = 0;
+  for (const auto& t : doc["search"]["trials"]) {
+    if (!t["ok"].get<bool>() || t["transform_ms"].is_null()) continue;
+    ++measured;
+    const double per_worker = t["transform_ms"].get<double>() / t["num_workers"].get<int>();
+    // At 4 samples/s (slow enough that every trial waits for the job to
+    // end) a spinning worker on a core of its own spends 250 ms a sample.
+    EXPECT_GT(per_worker, 25.0) << "the stopped workers' CPU was lost: " << t.dump();
+    EXPECT_LT(per_worker, 300.0) << t.dump();
+  }
+  EXPECT_GE(measured, 2) << r.out;
+}
+
 TEST(TuneCli, BadRequestsAreUsageErrors) {
   EXPECT_EQ(run_cli({"tune", "--batch-size", "4"}).code, 2) << "no --data";
   EXPECT_EQ(run_cli({"tune", "--data", "synthetic:memory", "--search", "random"}).code, 2);
