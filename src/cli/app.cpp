@@ -14,6 +14,7 @@
 #include "context.hpp"
 #include "exit_status.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/setting.hpp"
 #include "gpufeed/version.hpp"
 
 namespace gpufeed::cli {
@@ -125,6 +126,20 @@ Io process_io() {
   return io;
 }
 
+namespace {
+
+// The flags a setting may go by: its field name dashed (--batch-size), and
+// the shorter names the loader's commands use for the DataLoader's fields.
+std::vector<std::string> flag_aliases(Setting s, const std::string& dashed) {
+  switch (s) {
+    case Setting::workers: return {"--workers", dashed};
+    case Setting::prefetch: return {"--prefetch", dashed};
+    default: return {dashed};
+  }
+}
+
+}  // namespace
+
 int run(const std::vector<std::string>& args, Io& io) {
   try {
     CLI::App app{"gpufeed finds out why a training job's GPUs starve for data, and tunes the data loader.",
@@ -172,7 +187,18 @@ int run(const std::vector<std::string>& args, Io& io) {
     Context ctx{io, style_for(io)};
     if (help->parsed()) return finish(run_help(app, help_topic, io), io);
     for (auto& command : commands) {
-      if (command.app->parsed()) return finish(command.run(ctx), io);
+      if (!command.app->parsed()) continue;
+      // The core names settings; a message spells each as this command's flag where it has one.
+      SettingSpelling spelling([&command](Setting s) -> std::optional<std::string> {
+        const std::string flag = "--" + field_name(s);
+        std::string dashed = flag;
+        std::replace(dashed.begin(), dashed.end(), '_', '-');
+        for (const std::string& name : flag_aliases(s, dashed)) {
+          if (command.app->get_option_no_throw(name) != nullptr) return name;
+        }
+        return std::nullopt;
+      });
+      return finish(command.run(ctx), io);
     }
     io.out << app.help();  // no command: show what there is
     return finish(0, io);

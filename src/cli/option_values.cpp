@@ -10,6 +10,7 @@
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader/basic_steps.hpp"
+#include "gpufeed/setting.hpp"
 #include "gpufeed/text.hpp"
 #include "gpufeed/units.hpp"
 
@@ -83,6 +84,10 @@ CLI::Validator size_value(const std::string& flag) {
 CLI::Validator step_time_value(const std::string& flag) {
   return CLI::Validator(
       [flag](std::string& text) {
+        // Parsing runs before a command is chosen: the message names this flag.
+        SettingSpelling spelling([&flag](Setting s) -> std::optional<std::string> {
+          return s == Setting::step_ms ? std::optional<std::string>(flag) : std::nullopt;
+        });
         loader::parse_step_time(text);
         return std::string();
       },

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gpufeed/error.hpp"
+#include "gpufeed/setting.hpp"
 
 namespace gpufeed {
 namespace {
@@ -19,9 +20,15 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// The flag exists on probe alone; elsewhere the hint names no flag.
+std::string ignore_cgroup_hint() {
+  const auto flag = flag_for(Setting::ignore_cgroup);
+  return flag ? "check the file, or pass " + *flag + " to probe without cgroup limits" : "check the file";
+}
+
 Error malformed(std::string_view source, std::string_view text, std::string_view expected) {
   return runtime_error(fmt::format("cannot parse {}: '{}' is not {}", source, trim(text), expected),
-                       "check the file, or pass --ignore-cgroup to probe without cgroup limits");
+                       ignore_cgroup_hint());
 }
 
 template <typename T>

@@ -301,7 +301,7 @@ TEST_F(TuneSession, TheUsersCapIsReportedWhenItLimitsTheResult) {
   const tune::TunedConfig config = run(r);
   EXPECT_EQ(config.chosen.workers, 24);
   EXPECT_TRUE(config.limited_by_cap);
-  EXPECT_EQ(config.worker_cap_because, "--max-workers");
+  EXPECT_EQ(config.worker_cap_because, "max_workers");
   EXPECT_TRUE(reporter.said("the cap limited the result")) << "the report names the cap";
 }
 

@@ -2,6 +2,7 @@
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/process_view.hpp"
+#include "gpufeed/setting.hpp"
 
 namespace gpufeed {
 namespace {
@@ -29,7 +30,17 @@ TEST(CgroupParsers, MemoryMax) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/sys/fs/cgroup/memory.max"), std::string::npos);
-    EXPECT_NE(e.hint().find("--ignore-cgroup"), std::string::npos);
+    EXPECT_EQ(e.hint(), "check the file") << "no front end, so no flag to name";
+  }
+  // probe has the flag: the hint names it.
+  SettingSpelling probe([](Setting s) -> std::optional<std::string> {
+    return s == Setting::ignore_cgroup ? std::optional<std::string>("--ignore-cgroup") : std::nullopt;
+  });
+  try {
+    parse_memory_max("eight gigs", "/sys/fs/cgroup/memory.max");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.hint().find("pass --ignore-cgroup"), std::string::npos) << e.hint();
   }
 }
 

@@ -590,7 +590,7 @@ TEST(Search, TheWorkerCapIsItsTightestLimitAndNamesIt) {
   EXPECT_NE(worker_cap(in).because.find("page-locked"), std::string::npos);
   in.user_max = 20;
   EXPECT_EQ(worker_cap(in).workers, 20);
-  EXPECT_EQ(worker_cap(in).because, "--max-workers");
+  EXPECT_EQ(worker_cap(in).because, "max_workers") << "the setting, as the front end spells it";
   in.user_max = 1000;  // the user's cap does not lift the machine's
   EXPECT_EQ(worker_cap(in).workers, 48);
 }

@@ -131,7 +131,7 @@ TEST(WaitMetric, AFedLoopIsPricedByTheKnownStepOrHasNoFigure) {
   const WaitMetric none = wait_metric(e, 8, std::nullopt);
   EXPECT_FALSE(none.samples_per_s);
   EXPECT_FALSE(none.more_time_helps);
-  EXPECT_NE(none.unavailable.find("--step-ms"), std::string::npos) << none.unavailable;
+  EXPECT_NE(none.unavailable.find("step_ms"), std::string::npos) << none.unavailable;
   const WaitMetric priced = wait_metric(e, 8, 20.0);
   ASSERT_TRUE(priced.samples_per_s) << priced.unavailable;
   EXPECT_TRUE(priced.by_known_step);
@@ -144,7 +144,7 @@ TEST(WaitMetric, FewLongWaitsAskForALongerTrial) {
   const WaitMetric m = wait_metric(loop(100, 1400, 5), 256, 100.0);
   EXPECT_FALSE(m.samples_per_s);
   EXPECT_TRUE(m.more_time_helps);
-  EXPECT_NE(m.unavailable.find("--trial-seconds"), std::string::npos) << m.unavailable;
+  EXPECT_NE(m.unavailable.find("trial_seconds"), std::string::npos) << m.unavailable;
 }
 
 TEST(WaitMetric, UntracedEvidenceHasNoFigure) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "gpufeed/error.hpp"
+#include "gpufeed/setting.hpp"
 #include "gpufeed/text.hpp"
 #include "gpufeed/loader/sample_source.hpp"
 #include "gpufeed/thread_cpu.hpp"
@@ -214,7 +215,7 @@ StepTime parse_step_time(const std::string& text) {
   const bool ok = parse_ms(mean, t.mean_ms) &&
                   (colon == std::string::npos || parse_ms(std::string_view(text).substr(colon + 1), t.spread_ms));
   if (!ok) {
-    throw usage_error(fmt::format("--step-ms \"{}\" is not a step time", printable(text)),
+    throw usage_error(fmt::format("{} \"{}\" is not a step time", spell(Setting::step_ms), printable(text)),
                       "give milliseconds from 0 to 3600000, e.g. 40, or a mean and spread, e.g. 40:5");
   }
   return t;

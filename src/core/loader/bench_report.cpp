@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gpufeed/setting.hpp"
 #include "gpufeed/units.hpp"
 
 namespace gpufeed::loader {
@@ -129,7 +130,7 @@ void render_text(const BenchReport& r, const TextStyle& st, bool verbose, std::o
   add("ready batches", fmt::format("mean {:.1f} of {} in flight at most", f.mean_ready,
                                       c.workers * c.prefetch_factor));
   if (r.setup.device == "cpu") {
-    add("host to device", "none: the step reads the host batch (--device cpu)");
+    add("host to device", fmt::format("none: the step reads the host batch ({} cpu)", spell(Setting::device)));
   } else {
     add("host to device", fmt::format("{:.2f} GB/s over {} copies ({})", f.h2d_gbps, f.transfer.copies,
                                          format_bytes(f.transfer.bytes)));

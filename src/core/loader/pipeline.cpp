@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "gpufeed/loader/batch_order.hpp"
+#include "gpufeed/setting.hpp"
 #include "gpufeed/stats.hpp"
 #include "gpufeed/thread_cpu.hpp"
 #include "gpufeed/units.hpp"
@@ -381,7 +382,9 @@ class Pipeline {
     } catch (const SampleError& e) {
       if (!cfg_.skip_bad) {
         if (!e.hint().empty()) throw;
-        throw SampleError(e.key(), e.what(), "fix or remove it, or pass --skip-bad to count and skip bad samples");
+        throw SampleError(e.key(), e.what(),
+                          fmt::format("fix or remove it, or pass {} to count and skip bad samples",
+                                      spell(Setting::skip_bad)));
       }
       std::memset(out.data(), 0, out.size());
       std::lock_guard lock(bad_mu_);
@@ -632,25 +635,27 @@ class Pipeline {
 
 void check_config(const LoaderRun& run) {
   const auto& c = run.config;
-  auto positive = [](int v, const char* option) {
+  auto positive = [](int v, const std::string& option) {
     if (v < 1) throw usage_error(fmt::format("{} {} must be at least 1", option, v));
   };
-  positive(c.workers, "--workers");
-  positive(c.prefetch_factor, "--prefetch");
-  positive(c.batch_size, "--batch-size");
-  positive(c.io_depth, "--io-depth");
+  positive(c.workers, spell(Setting::workers));
+  positive(c.prefetch_factor, spell(Setting::prefetch));
+  positive(c.batch_size, spell(Setting::batch_size));
+  positive(c.io_depth, spell(Setting::io_depth));
   positive(c.device_slots, "device slots");
   if (run.samples.empty()) {
     throw usage_error(fmt::format("the dataset {} has no samples", run.source.describe()),
-                      "point --data at a directory, manifest or bucket prefix that holds samples");
+                      fmt::format("point {} at a directory, manifest or bucket prefix that holds samples",
+                                  spell(Setting::data)));
   }
   if (c.drop_last && run.samples.size() < static_cast<std::size_t>(c.batch_size)) {
     throw usage_error(fmt::format("the dataset has {} samples, fewer than one batch of {}", run.samples.size(),
                                   c.batch_size),
-                      "lower --batch-size or use a larger dataset");
+                      fmt::format("lower {} or use a larger dataset", spell(Setting::batch_size)));
   }
   if (!run.limits.duration && !run.limits.batches && !run.hooks.stop) {
-    throw usage_error("the loader run has no end", "give --duration or --batches");
+    throw usage_error("the loader run has no end",
+                      fmt::format("give {} or {}", spell(Setting::duration), spell(Setting::batches)));
   }
 }
 
@@ -668,9 +673,10 @@ MemoryPlan plan_memory(const LoaderConfig& config, std::size_t sample_bytes) {
 
 void check_memory_budget(const LoaderConfig& config, const MemoryPlan& plan) {
   if (config.mem_budget_bytes == 0 || plan.pinned_bytes <= config.mem_budget_bytes) return;
-  throw usage_error(fmt::format("page-locked memory {} exceeds --mem-budget {}", plan.formula,
+  throw usage_error(fmt::format("page-locked memory {} exceeds {} {}", plan.formula, spell(Setting::mem_budget),
                                 format_bytes(config.mem_budget_bytes)),
-                    "lower --workers, --prefetch or --batch-size, or raise --mem-budget");
+                    fmt::format("lower {}, {} or {}, or raise {}", spell(Setting::workers), spell(Setting::prefetch),
+                                spell(Setting::batch_size), spell(Setting::mem_budget)));
 }
 
 LoaderFigures run_loader(LoaderRun& run) {

@@ -8,6 +8,7 @@
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader/synthetic_source.hpp"
+#include "gpufeed/setting.hpp"
 #include "gpufeed/stats.hpp"
 
 namespace gpufeed::tune {
@@ -26,7 +27,8 @@ T field(const Json& j, const char* key, const std::string& source) {
 void expect_kind(const Json& j, const std::string& kind, const std::string& source) {
   if (!j.is_object() || j.value("kind", "") != kind) {
     throw usage_error(fmt::format("profile {} is not a {} profile", source, kind),
-                      "give one hardware and one workload profile, e.g. --profile h100-8 --profile imagenet-resnet50");
+                      fmt::format("give one hardware and one workload profile, e.g. {0} h100-8 {0} imagenet-resnet50",
+                                  spell(Setting::profile)));
   }
 }
 

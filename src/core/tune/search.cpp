@@ -9,6 +9,8 @@
 #include <optional>
 #include <tuple>
 
+#include "gpufeed/setting.hpp"
+
 namespace gpufeed::tune {
 namespace {
 
@@ -139,7 +141,7 @@ WorkerCap worker_cap(const WorkerCapInputs& in) {
     lower(static_cast<double>(in.open_files) / in.files_per_worker,
           fmt::format("the open-file limit ({} per rank, {} per worker)", in.open_files, in.files_per_worker));
   }
-  if (in.user_max > 0 && in.user_max <= cap.workers) cap = {in.user_max, "--max-workers"};
+  if (in.user_max > 0 && in.user_max <= cap.workers) cap = {in.user_max, spell(Setting::max_workers)};
   return cap;
 }
 

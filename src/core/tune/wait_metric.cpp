@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <string>
+
+#include "gpufeed/setting.hpp"
 
 namespace gpufeed::tune {
 
@@ -59,7 +62,7 @@ WaitMetric wait_metric(const Evidence& e, int batch_size, std::optional<double> 
     out.how = by_known ? fmt::format("{} steps of {:.1f} ms (its one-step gaps, by the job's {:.1f} ms{}) in {:.1f} s "
                                      "of the loop, {:.0f}% waiting for data",
                                      step.steps, base, *known_step_ms,
-                                     known_step_is_measured ? " in earlier trials" : " of --step-ms", step.span_s,
+                                     known_step_is_measured ? std::string(" in earlier trials") : " of " + spell(Setting::step_ms), step.span_s,
                                      out.starvation * 100)
                        : fmt::format("{} steps of {:.1f} ms in {:.1f} s of the loop, {:.0f}% waiting for data",
                                      step.steps, *step.median_ms, step.span_s, out.starvation * 100);
@@ -69,8 +72,8 @@ WaitMetric wait_metric(const Evidence& e, int batch_size, std::optional<double> 
   if (seldom_waits && mostly_waiting) {
     out.more_time_helps = true;
     out.unavailable = fmt::format("the loop waited for data {} times in {:.1f} s, {:.0f}% of its time: too few "
-                                  "batches to count (raise --trial-seconds)",
-                                  step.cycles, e.window_s, out.starvation * 100);
+                                  "batches to count (raise {})",
+                                  step.cycles, e.window_s, out.starvation * 100, spell(Setting::trial_seconds));
     return out;
   }
   if (have_known) {
@@ -80,13 +83,13 @@ WaitMetric wait_metric(const Evidence& e, int batch_size, std::optional<double> 
     out.how = fmt::format("{}; priced by the job's step, {:.1f} ms{}, and its {:.0f}% waiting",
                           seldom_waits ? fmt::format("the loop waited for data {} times (fed)", step.cycles)
                                        : step.unavailable,
-                          *known_step_ms, known_step_is_measured ? " in earlier trials" : " (--step-ms)",
+                          *known_step_ms, known_step_is_measured ? std::string(" in earlier trials") : " (" + spell(Setting::step_ms) + ")",
                           out.starvation * 100);
     return out;
   }
   out.unavailable = seldom_waits ? fmt::format("the loop waited for data only {} times: it is fed at this config, and "
-                                               "no earlier trial timed the job's step (give --step-ms)",
-                                               step.cycles)
+                                               "no earlier trial timed the job's step (give {})",
+                                               step.cycles, spell(Setting::step_ms))
                                  : step.unavailable;
   return out;
 }
