@@ -9,6 +9,9 @@
 #   running kernel (done before the kernel ends, by timestamps).
 # Prints the summary tables; exits 0 when every check passes, 1 otherwise, and
 # 77 (skipped) on a machine without an NVIDIA GPU. Takes about 2 minutes.
+# With GPUFEED_PREBUILT=DIR it builds nothing and runs what
+# scripts/gpu-check-pack.sh DIR built elsewhere (for a GPU machine that lacks
+# gpufeed's build dependencies).
 #   scripts/gpu-check.sh [all|duty|transfer]     (default: all)
 set -euo pipefail
 only=${1:-all}
@@ -24,17 +27,27 @@ fi
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [[ -x $nvcc ]] || { echo "gpu-check: nvcc not found (set NVCC=...)" >&2; exit 1; }
 
-if [[ ! -x build/gpufeed ]]; then
-  echo "gpu-check: building gpufeed"
-  cmake -S . -B build -DGPUFEED_BUILD_TESTS=OFF >/dev/null
-  cmake --build build -j"$(nproc)" --target gpufeed >/dev/null
+prebuilt=${GPUFEED_PREBUILT:-}
+if [[ -n $prebuilt ]]; then
+  prebuilt=$(cd "$prebuilt" && pwd)
+  for f in gpufeed duty_cycle transfer_overlap; do
+    [[ -x $prebuilt/bin/$f ]] || { echo "gpu-check: $prebuilt/bin/$f missing (run scripts/gpu-check-pack.sh $prebuilt)" >&2; exit 1; }
+  done
+  gpufeed() { LD_LIBRARY_PATH="$prebuilt/lib:/usr/local/cuda/lib64:$prebuilt/cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prebuilt/bin/gpufeed" "$@"; }
+else
+  if [[ ! -x build/gpufeed ]]; then
+    echo "gpu-check: building gpufeed"
+    cmake -S . -B build -DGPUFEED_BUILD_TESTS=OFF >/dev/null
+    cmake --build build -j"$(nproc)" --target gpufeed >/dev/null
+  fi
+  gpufeed() { build/gpufeed "$@"; }
 fi
 fail=0
 
 # --- GPU activity: duty cycle measured by `gpufeed gpu record` -------------
 # (The body stays unindented: its here-documents end at column 0.)
 duty_check() {
-"$nvcc" -O2 -o "$out/duty_cycle" bench/gpu/duty_cycle.cu
+if [[ -n $prebuilt ]]; then cp "$prebuilt/bin/duty_cycle" "$out/"; else "$nvcc" -O2 -o "$out/duty_cycle" bench/gpu/duty_cycle.cu; fi
 
 # Periods long enough for NVML's utilization window (1/6 s to 1 s) to resolve.
 period_ms=2000
@@ -42,13 +55,13 @@ seconds=24
 rows=()
 for busy_ms in 600 1400; do
   trace="$out/duty-$busy_ms.gputrace"
-  build/gpufeed gpu record --quiet --backend nvml --hz 20 --duration $((seconds + 4)) --out "$trace" &
+  gpufeed gpu record --quiet --backend nvml --hz 20 --duration $((seconds + 4)) --out "$trace" &
   recorder=$!
   sleep 2
   ran=$("$out/duty_cycle" "$busy_ms" "$period_ms" "$seconds")
   wait "$recorder"
   # Only the GPU the program ran on (device 0) counts.
-  read -r busy gap period < <(build/gpufeed gpu show "$trace" --json - | /usr/bin/env python3 -c '
+  read -r busy gap period < <(gpufeed gpu show "$trace" --json - | /usr/bin/env python3 -c '
 import json, sys
 d = json.load(sys.stdin)["devices"][0]
 f = lambda v: "nan" if v is None else v
@@ -81,12 +94,16 @@ printf '%s\n' "${rows[@]}"
 transfer_check() {
   # The backend library only; the program links it and the shared CUDA
   # runtime, which gpufeed's dlopen("libcudart.so.13") then finds loaded.
-  [[ -f build/CMakeCache.txt ]] || cmake -S . -B build -DGPUFEED_BUILD_TESTS=OFF >/dev/null
-  cmake --build build -j"$(nproc)" --target gpufeed_device >/dev/null
-  "$nvcc" -O2 -std=c++20 -cudart shared -Iinclude -o "$out/transfer_overlap" bench/gpu/transfer_overlap.cu \
-    build/src/device/libgpufeed_device.a -lfmt -ldl
-  local log="$out/transfer_overlap.log" status=0
-  "$out/transfer_overlap" 512 9 >"$log" 2>&1 || status=$?
+  local program="$out/transfer_overlap" log="$out/transfer_overlap.log" status=0
+  if [[ -n $prebuilt ]]; then
+    program="$prebuilt/bin/transfer_overlap"
+  else
+    [[ -f build/CMakeCache.txt ]] || cmake -S . -B build -DGPUFEED_BUILD_TESTS=OFF >/dev/null
+    cmake --build build -j"$(nproc)" --target gpufeed_device gpufeed_os gpufeed_core >/dev/null
+    "$nvcc" -O2 -std=c++20 -cudart shared -Iinclude -o "$program" bench/gpu/transfer_overlap.cu \
+      build/src/device/libgpufeed_device.a build/src/os/libgpufeed_os.a build/src/libgpufeed_core.a -lfmt -ldl
+  fi
+  LD_LIBRARY_PATH="${prebuilt:+$prebuilt/lib:/usr/local/cuda/lib64:$prebuilt/cuda:}${LD_LIBRARY_PATH:-}" "$program" 512 9 >"$log" 2>&1 || status=$?
   cat "$log"
   ((status == 0)) || fail=1
   echo
