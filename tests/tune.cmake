@@ -1,15 +1,5 @@
-# tune: the DataLoader model, search and config on plain values.
-gpufeed_test_suite(gpufeed_tune_unit_tests unit
-  unit/tune_calibration_test.cpp
-  unit/tune_config_test.cpp
-  unit/tune_cpu_from_trials_test.cpp
-  unit/tune_from_diagnosis_test.cpp
-  unit/tune_job_cpu_test.cpp
-  unit/tune_model_test.cpp
-  unit/tune_printed_metric_test.cpp
-  unit/tune_pytorch_probe_test.cpp
-  unit/tune_search_test.cpp
-  unit/tune_wait_metric_test.cpp)
+# tune: the DataLoader model, search and config on plain values are in
+# gpufeed_core_unit_tests (tests/CMakeLists.txt).
 # Serial: these tunes run real trials and choose by measured throughput, so
 # another test on the same two cores moves their choice (ctest -j2 put 6
 # workers above 4 in TuneCli.FromDiagnosisTakesTheLoopStep, which alone

@@ -11,7 +11,6 @@
 namespace gpufeed {
 
 enum class DeviceKind { Gpu, Nic, Storage, Other };
-enum class GpuVendor { Amd, Nvidia, Other };
 
 struct NumaNode {
   int os_index = 0;

@@ -7,6 +7,7 @@
 #include "trace_targets.hpp"
 #include "gpufeed/atomic_file.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/trace/diagnose_session.hpp"
 
@@ -94,8 +95,8 @@ Command add_diagnose_command(CLI::App& app) {
       ->type_name("HZ");
   cmd->add_flag("--no-ebpf", o->no_ebpf, "Do not trace with eBPF: /proc sampling only (lower confidence)");
   cmd->add_flag("--require-ebpf", o->require_ebpf, "Fail (exit 3) instead of falling back to /proc sampling");
-  cmd->add_option("--gpu", o->request.gpu, "GPU sampler: auto (NVML, then rocm-smi), nvml, rocm-smi or none")
-      ->check(one_of("--gpu", {"auto", "nvml", "rocm-smi", "none"}))
+  cmd->add_option("--gpu", o->request.gpu, "GPU sampler: " + sampler_choices_text(true, true))
+      ->check(one_of("--gpu", sampler_choices(true)))
       ->default_val("auto")
       ->type_name("BACKEND");
   cmd->add_option("--gpu-hz", o->request.gpu_hz, "GPU sampling rate")

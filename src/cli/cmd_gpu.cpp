@@ -21,6 +21,7 @@
 #include "gpufeed/gpu/activity.hpp"
 #include "gpufeed/gpu/trace.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 
 namespace gpufeed::cli {
@@ -39,8 +40,10 @@ int run_record(const RecordOptions& o, Context& ctx) {
   check_output_path(o.out);
   GpuOpenResult opened = open_gpu_sampler(o.backend);
   if (!opened.sampler) {
+    std::vector<std::string> vendors;
+    for (const auto& v : gpu_vendors()) vendors.push_back(fmt::format("{} ({})", v.name, v.monitoring.name));
     throw runtime_error("no GPU sampler available: " + opened.unavailable,
-                        "run on a node with an NVIDIA (NVML) or AMD (rocm-smi) GPU and its driver");
+                        "run on a node with an " + join_names(vendors, " or ") + " GPU and its driver");
   }
   // Ctrl-C or SIGTERM ends the recording early; what was sampled is written.
   os::StopOnSignal stop;
@@ -149,8 +152,8 @@ Command add_gpu_command(CLI::App& app) {
       ->check(real_in("--duration", {0, 604800, "seconds", true, "60"}))->default_val(60)->type_name("SEC");
   record->add_option("--hz", o->hz, "Samples per second")
       ->check(real_in("--hz", {1, 1000, "samples per second", false, "10"}))->default_val(10)->type_name("HZ");
-  record->add_option("--backend", o->backend, "auto (NVML, then rocm-smi), nvml or rocm-smi")
-      ->check(one_of("--backend", {"auto", "nvml", "rocm-smi"}))->default_val("auto")
+  record->add_option("--backend", o->backend, sampler_choices_text(false, true))
+      ->check(one_of("--backend", sampler_choices(false)))->default_val("auto")
       ->type_name("BACKEND");
   record->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
   record->footer(

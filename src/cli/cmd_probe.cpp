@@ -5,6 +5,7 @@
 #include "context.hpp"
 #include "option_values.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
@@ -60,8 +61,8 @@ Command add_probe_command(CLI::App& app) {
       ->check(input_path("--topology", {"topology file", "give an hwloc XML export, e.g. from 'lstopo --of xml topo.xml'"}))
       ->type_name("FILE.xml");
   cmd->add_flag("--ignore-cgroup", req->ignore_cgroup, "Do not read cgroup CPU and memory limits");
-  cmd->add_option("--gpu", req->gpu, "Name GPUs with: auto (NVML, then rocm-smi), nvml, rocm-smi or none")
-      ->check(one_of("--gpu", {"auto", "nvml", "rocm-smi", "none"}))
+  cmd->add_option("--gpu", req->gpu, "Name GPUs with: " + sampler_choices_text(true, true))
+      ->check(one_of("--gpu", sampler_choices(true)))
       ->default_val("auto")
       ->type_name("BACKEND");
   add_output_options(*cmd, req->output);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "gpufeed/gpu/vendors.hpp"
+
 namespace gpufeed {
 namespace {
 
@@ -38,7 +40,7 @@ DeviceKind classify_pci(std::uint16_t vendor_id, std::uint16_t class_id) {
   // GPUs: display controllers (0x03xx; MI200 and NVIDIA parts) and processing
   // accelerators (0x12xx; MI300), but only from the GPU vendors: a BMC's VGA
   // chip is also class 0x0300.
-  if ((base == 0x03 || base == 0x12) && gpu_vendor(vendor_id) != GpuVendor::Other) {
+  if ((base == 0x03 || base == 0x12) && vendor_by_pci(vendor_id) != nullptr) {
     return DeviceKind::Gpu;
   }
   if (base == 0x02) return DeviceKind::Nic;      // Ethernet, InfiniBand, ...
@@ -46,22 +48,17 @@ DeviceKind classify_pci(std::uint16_t vendor_id, std::uint16_t class_id) {
   return DeviceKind::Other;
 }
 
-GpuVendor gpu_vendor(std::uint16_t vendor_id) {
-  if (vendor_id == kPciVendorAmd) return GpuVendor::Amd;
-  if (vendor_id == kPciVendorNvidia) return GpuVendor::Nvidia;
-  return GpuVendor::Other;
-}
-
 std::string vendor_label(std::uint16_t vendor_id) {
+  if (const GpuVendor* gpu = vendor_by_pci(vendor_id)) return std::string(gpu->name);
+  // The other vendors of the parts a training node carries.
   struct Vendor {
     std::uint16_t id;
     const char* name;
   };
   static constexpr std::array kVendors{
-      Vendor{kPciVendorAmd, "AMD"},   Vendor{kPciVendorNvidia, "NVIDIA"}, Vendor{0x15b3, "Mellanox"},
-      Vendor{0x8086, "Intel"},        Vendor{0x14e4, "Broadcom"},         Vendor{0x144d, "Samsung"},
-      Vendor{0x1344, "Micron"},       Vendor{0x1e0f, "KIOXIA"},           Vendor{0x1d0f, "Amazon"},
-      Vendor{0x1af4, "virtio"},       Vendor{0x1022, "AMD"},              Vendor{0x1077, "QLogic"},
+      Vendor{0x15b3, "Mellanox"}, Vendor{0x8086, "Intel"},  Vendor{0x14e4, "Broadcom"}, Vendor{0x144d, "Samsung"},
+      Vendor{0x1344, "Micron"},   Vendor{0x1e0f, "KIOXIA"}, Vendor{0x1d0f, "Amazon"},   Vendor{0x1af4, "virtio"},
+      Vendor{0x1022, "AMD"},      Vendor{0x1077, "QLogic"},
   };
   for (const auto& v : kVendors) {
     if (v.id == vendor_id) return v.name;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/pci_ids.hpp"
 #include "gpufeed/units.hpp"
 
@@ -122,8 +123,13 @@ void render_devices(const Topology& t, DeviceKind kind, std::string_view title, 
                     std::ostream& out) {
   auto list = t.devices_of(kind);
   if (list.empty()) {
-    out << s.heading(title) << ": none found"
-        << (kind == DeviceKind::Gpu ? " (AMD and NVIDIA GPUs are recognised by PCI vendor and class)" : "") << "\n";
+    out << s.heading(title) << ": none found";
+    if (kind == DeviceKind::Gpu) {
+      std::vector<std::string> vendors;
+      for (const GpuVendor* v : gpu_vendors_by_id()) vendors.emplace_back(v->name);
+      out << " (" << join_names(vendors, " and ") << " GPUs are recognised by PCI vendor and class)";
+    }
+    out << "\n";
     return;
   }
   out << s.heading(fmt::format("{} ({})", title, list.size())) << "\n";

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "gpufeed/gpu/sampler.hpp"
-#include "gpufeed/pci_ids.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 
 namespace gpufeed {
 
@@ -45,7 +45,8 @@ void merge_vendor_gpus(Topology& topo, const std::vector<GpuDevice>& devices, co
       PciDevice added;
       added.bus_id = bus;
       added.kind = DeviceKind::Gpu;
-      added.vendor_id = d.vendor == "AMD" ? kPciVendorAmd : (d.vendor == "NVIDIA" ? kPciVendorNvidia : 0);
+      const GpuVendor* vendor = vendor_by_name(d.vendor);
+      added.vendor_id = vendor != nullptr ? vendor->pci_vendor : 0;
       added.local_cpus = topo.pus;
       topo.devices.push_back(added);
       it = topo.devices.end() - 1;

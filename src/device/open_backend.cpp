@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "gpufeed/error.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/loader/device_gpu.hpp"
 #include "gpufeed/loader/device_host.hpp"
 #include "stream_backend.hpp"
@@ -12,12 +13,16 @@ namespace gpufeed::loader {
 namespace {
 
 // The override variable alone when set (tests point it at a fake runtime;
-// users at a runtime outside the loader's path), else the usual sonames,
-// newest first.
-std::vector<std::string> candidates(const device::RuntimeFlavor& flavor, std::vector<std::string> defaults) {
+// users at a runtime outside the loader's path), else the vendor table's
+// runtime sonames, newest first.
+std::vector<std::string> candidates(const device::RuntimeFlavor& flavor) {
   const std::string variable(flavor.library_env);
   if (const char* path = std::getenv(variable.c_str()); path != nullptr && *path != '\0') return {path};
-  return defaults;
+  std::vector<std::string> sonames;
+  if (const GpuVendor* vendor = vendor_by_runtime(flavor.backend)) {
+    sonames.assign(vendor->runtime.sonames.begin(), vendor->runtime.sonames.end());
+  }
+  return sonames;
 }
 
 std::string install_hint(const device::RuntimeFlavor& flavor) {
@@ -42,11 +47,11 @@ std::unique_ptr<DeviceBackend> open_or_throw(const device::RuntimeFlavor& flavor
 }  // namespace
 
 std::vector<std::string> cuda_runtime_candidates() {
-  return candidates(device::kCudaFlavor, {"libcudart.so.13", "libcudart.so.12", "libcudart.so"});
+  return candidates(device::kCudaFlavor);
 }
 
 std::vector<std::string> hip_runtime_candidates() {
-  return candidates(device::kHipFlavor, {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"});
+  return candidates(device::kHipFlavor);
 }
 
 std::unique_ptr<DeviceBackend> open_cuda_backend(const std::string& library) {

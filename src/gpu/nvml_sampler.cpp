@@ -15,6 +15,7 @@
 
 #include "gpufeed/os/dynamic_library.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 #include "nvml_api.hpp"
 
 namespace gpufeed {
@@ -32,6 +33,8 @@ std::string normalize_nvml_bus_id(std::string_view nvml_bus_id) {
 }
 
 namespace {
+
+const GpuVendor& nvidia() { return *vendor_by_id("nvidia"); }
 
 struct NvmlApi {
   os::DynamicLibrary library;
@@ -85,7 +88,7 @@ class NvmlSampler final : public GpuSampler {
   NvmlSampler(const NvmlSampler&) = delete;
   NvmlSampler& operator=(const NvmlSampler&) = delete;
 
-  std::string backend() const override { return "nvml"; }
+  std::string backend() const override { return std::string(nvidia().sampler); }
 
   std::vector<GpuDevice> devices() const override {
     std::vector<GpuDevice> out;
@@ -258,10 +261,22 @@ std::optional<std::string> read_bus_id(const NvmlApi& api, nvmlDevice_t handle) 
 
 }  // namespace
 
-GpuOpenResult open_nvml(const std::string& library) {
+GpuOpenResult open_nvml(const std::string& path) {
   NvmlApi api;
-  api.library = os::DynamicLibrary(library);
-  if (!api.library) return {nullptr, fmt::format("NVML not found ({})", api.library.error())};
+  std::string library = path;
+  if (path.empty()) {
+    std::string first_error;
+    for (const std::string_view soname : nvidia().monitoring.sonames) {
+      library = soname;
+      api.library = os::DynamicLibrary(library);
+      if (api.library) break;
+      if (first_error.empty()) first_error = api.library.error();
+    }
+    if (!api.library) return {nullptr, fmt::format("NVML not found ({})", first_error)};
+  } else {
+    api.library = os::DynamicLibrary(library);
+    if (!api.library) return {nullptr, fmt::format("NVML not found ({})", api.library.error())};
+  }
 
   const auto& lib = api.library;
   api.init = lib.symbol<nvmlInit_fn>("nvmlInit_v2");
@@ -316,7 +331,7 @@ GpuOpenResult open_nvml(const std::string& library) {
       continue;
     }
     d.info.index = static_cast<int>(i);
-    d.info.vendor = "NVIDIA";
+    d.info.vendor = nvidia().name;
     if (api.get_name != nullptr) {
       char name[GPUFEED_NVML_DEVICE_NAME_BUFFER_SIZE] = {};
       if (api.get_name(d.handle, name, sizeof name) == GPUFEED_NVML_SUCCESS) {

@@ -17,6 +17,7 @@
 
 #include "gpufeed/os/dynamic_library.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 
 #if __has_include(<rocm_smi/rocm_smi.h>)
 #include <rocm_smi/rocm_smi.h>
@@ -33,6 +34,21 @@ std::string rocm_smi_bus_id(std::uint64_t bdfid) {
 #ifdef GPUFEED_HAVE_ROCM_SMI_HEADER
 
 namespace {
+
+const GpuVendor& amd() { return *vendor_by_id("amd"); }
+
+// "librocm_smi64.so.1, .so.7": the first soname whole, the others from
+// their ".so" on where they share its stem.
+std::string tried_sonames(const std::vector<std::string_view>& sonames) {
+  std::string out;
+  const std::string_view first = sonames.empty() ? std::string_view() : sonames.front();
+  const std::string_view stem = first.substr(0, first.find(".so"));
+  for (const std::string_view soname : sonames) {
+    const bool shares_stem = !out.empty() && soname.substr(0, stem.size()) == stem;
+    out += fmt::format("{}{}", out.empty() ? "" : ", ", shares_stem ? soname.substr(stem.size()) : soname);
+  }
+  return out;
+}
 
 // Sends fd 2 to /dev/null while alive: rsmi_init prints its failures
 // ("Failed to open drm root directory ...") straight to stderr. Buffered
@@ -108,7 +124,7 @@ class RocmSmiSampler final : public GpuSampler {
   RocmSmiSampler(const RocmSmiSampler&) = delete;
   RocmSmiSampler& operator=(const RocmSmiSampler&) = delete;
 
-  std::string backend() const override { return "rocm-smi"; }
+  std::string backend() const override { return std::string(amd().sampler); }
   std::vector<GpuDevice> devices() const override { return devices_; }
 
   std::vector<GpuSample> sample(double t_s) override {
@@ -195,9 +211,9 @@ GpuOpenResult open_rocm_smi(const std::string& library) {
   std::string name = library;
   if (library.empty()) {
     std::string errors;
-    for (const char* soname :
-         {"librocm_smi64.so.1", "librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5"}) {
-      api.library = os::DynamicLibrary(soname);
+    const auto& sonames = amd().monitoring.sonames;
+    for (const std::string_view soname : sonames) {
+      api.library = os::DynamicLibrary(std::string(soname));
       if (api.library) {
         name = soname;
         break;
@@ -205,7 +221,7 @@ GpuOpenResult open_rocm_smi(const std::string& library) {
       if (errors.empty()) errors = api.library.error();
     }
     if (!api.library) {
-      return {nullptr, fmt::format("rocm-smi not found (tried librocm_smi64.so.1, .so.7, .so.6, .so.5; {})", errors)};
+      return {nullptr, fmt::format("rocm-smi not found (tried {}; {})", tried_sonames(sonames), errors)};
     }
   } else {
     api.library = os::DynamicLibrary(library);
@@ -256,7 +272,7 @@ GpuOpenResult open_rocm_smi(const std::string& library) {
   for (std::uint32_t i = 0; i < count; ++i) {
     GpuDevice d;
     d.index = static_cast<int>(i);
-    d.vendor = "AMD";
+    d.vendor = amd().name;
     if (api.name != nullptr) {
       char text[256] = {};
       rsmi_status_t s = api.name(i, text, sizeof text - 1);

@@ -27,6 +27,7 @@
 #include "gpufeed/gpu/activity.hpp"
 #include "gpufeed/gpu/trace.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/trace/bpf_tracer.hpp"
 #include "gpufeed/trace/proc_reader.hpp"
 
@@ -326,7 +327,7 @@ class Session {
     }
     if (g.job_devices.empty()) {
       const std::string& environ = target_environ_;
-      for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}) {
+      for (const std::string_view var : visible_devices_vars()) {
         const std::string key = std::string(var) + "=";
         size_t pos = 0;
         while (pos < environ.size()) {
@@ -335,7 +336,7 @@ class Session {
           if (entry.rfind(key, 0) == 0) {
             if (auto ids = parse_visible_devices(entry.substr(key.size()))) {
               g.job_devices = *ids;
-              g.job_devices_from = var;
+              g.job_devices_from = std::string(var);
             }
           }
           if (end == std::string::npos) break;

@@ -117,7 +117,7 @@ TEST(DeviceChoice, RuntimeCandidatesHonourTheOverride) {
     ScopedEnv cuda("GPUFEED_CUDART_LIBRARY", nullptr);
     ScopedEnv hip("GPUFEED_HIP_LIBRARY", nullptr);
     EXPECT_EQ(cuda_runtime_candidates(),
-              (std::vector<std::string>{"libcudart.so.13", "libcudart.so.12", "libcudart.so"}));
+              (std::vector<std::string>{"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}));
     EXPECT_EQ(hip_runtime_candidates(),
               (std::vector<std::string>{"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}));
   }

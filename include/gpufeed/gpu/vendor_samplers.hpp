@@ -17,19 +17,27 @@ struct GpuOpenResult {
   std::string unavailable;              // why, one line; empty when sampler is set
 };
 
-// NVML through dlopen(library). Only the versioned entry points we need are
-// resolved; a missing optional symbol (or one the driver answers with
-// NVML_ERROR_FUNCTION_NOT_FOUND) disables that metric only. Backend "nvml".
-GpuOpenResult open_nvml(const std::string& library = "libnvidia-ml.so.1");
+// NVML through dlopen(library); an empty name tries the NVIDIA entry's
+// monitoring sonames (gpufeed/gpu/vendors.hpp) in order. Only the versioned
+// entry points we need are resolved; a missing optional symbol (or one the
+// driver answers with NVML_ERROR_FUNCTION_NOT_FOUND) disables that metric
+// only. Backend "nvml".
+GpuOpenResult open_nvml(const std::string& library = "");
 
-// rocm-smi-lib through dlopen(library); an empty name tries
-// librocm_smi64.so.1, .so.7, .so.6 and .so.5. rsmi_init's own stderr chatter
-// is kept from the user (fd 2 goes to /dev/null during the call, so other
-// threads' stderr output in that instant is lost too). Backend "rocm-smi".
+// rocm-smi-lib through dlopen(library); an empty name tries the AMD entry's
+// monitoring sonames in order. rsmi_init's own stderr chatter is kept from
+// the user (fd 2 goes to /dev/null during the call, so other threads' stderr
+// output in that instant is lost too). Backend "rocm-smi".
 GpuOpenResult open_rocm_smi(const std::string& library = "");
 
-// --gpu auto|nvml|rocm-smi|none: auto tries NVML, then rocm-smi, and joins
-// both reasons when neither is there. Throws a usage error for another name.
+// The adapter that opens a vendor's sampler, by vendor id ("nvidia"); null
+// when this build registers none for it.
+using SamplerOpener = GpuOpenResult (*)();
+SamplerOpener sampler_opener(std::string_view vendor_id);
+
+// --gpu auto, none or a vendor's sampler: auto tries the vendors in the
+// table's order and joins every reason when none is there. Throws a usage
+// error for another name.
 GpuOpenResult open_gpu_sampler(const std::string& backend);
 
 // Bus id helpers, public so tests can check them without a GPU.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "gpufeed/gpu/vendors.hpp"
+
 namespace gpufeed {
 namespace {
 
@@ -157,14 +159,7 @@ std::optional<std::vector<int>> parse_visible_devices(const std::string& value) 
 }
 
 std::string busy_meaning(const std::string& backend) {
-  if (backend == "nvml") {
-    return "NVML utilization: the share of the last sample period (1/6 s to 1 s, by GPU) in which at least one "
-           "kernel ran; a single tiny kernel counts as busy, so 100% does not mean the GPU is full";
-  }
-  if (backend == "rocm-smi") {
-    return "rocm-smi busy %: the share of recent time the GPU's graphics/compute engine was active, as the driver "
-           "averages it (about a few ms to 1 s); it does not measure how full the compute units are";
-  }
+  if (const GpuVendor* vendor = vendor_by_sampler(backend)) return std::string(vendor->busy_meaning);
   return "busy % as recorded by the trace's backend";
 }
 
