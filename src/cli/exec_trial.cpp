@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "gpufeed/os/process_group.hpp"
 #include "gpufeed/stats.hpp"
@@ -125,7 +126,7 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   // taken then has the loops without their workers, or with a helper child
   // in their place, and the stopped workers' CPU is lost. The figures keep
   // the latest snapshot whose loops are the ones the first snapshot found,
-  // each with as many workers (a new epoch's may be new processes).
+  // each with as many workers.
   std::vector<std::pair<int, std::size_t>> first_loops;  // pid, workers
   Clock::time_point cpu_looked_at;
   auto loop_shape = [](const std::vector<tune::JobProcess>& procs) {
@@ -133,12 +134,31 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
     for (const auto& l : tune::job_loops(procs)) shape.emplace_back(l.pid, l.workers.size());
     return shape;
   };
+  // The same count is not enough: a helper the loop starts once its workers
+  // stop (a `sleep`, a cleanup child) has their count. A snapshot is kept
+  // only while some worker of the last kept one still runs. A job whose
+  // workers all change at once (a new epoch's) keeps the figures up to the
+  // change: the CPU of the workers that ended is in no later snapshot, so a
+  // figure across the change would undercount it.
+  std::set<int> last_workers;
+  auto workers_of = [](const std::vector<tune::JobProcess>& procs) {
+    std::set<int> out;
+    for (const auto& l : tune::job_loops(procs)) out.insert(l.workers.begin(), l.workers.end());
+    return out;
+  };
   auto snapshot = [&] {
     auto now_procs = snapshot_job(pid);
     cpu_looked_at = Clock::now();
-    if (metric_seen && !first_loops.empty() && loop_shape(now_procs) != first_loops) return;
+    auto now_workers = workers_of(now_procs);
+    if (metric_seen && !first_loops.empty()) {
+      if (loop_shape(now_procs) != first_loops) return;
+      const bool one_still_runs = std::any_of(now_workers.begin(), now_workers.end(),
+                                              [&](int w) { return last_workers.count(w) > 0; });
+      if (!last_workers.empty() && !one_still_runs) return;
+    }
     cpu_last = std::move(now_procs);
     cpu_last_at = cpu_looked_at;
+    last_workers = std::move(now_workers);
   };
   // Past the first figure: the steady steps at the job's rate (a traced
   // loop: at its known step), and two reporting intervals, within the cap.
