@@ -239,9 +239,10 @@ class DiagnoseSlowJob : public Diagnose {
     dataset_ = testing::shared_jpeg_dataset();
     ASSERT_NE(dataset_, nullptr) << "tests/fixtures/make_dataset.py failed";
   }
-  json diagnose_job(const std::filesystem::path& data) {
+  json diagnose_job(const std::filesystem::path& data, int workers = 2) {
     auto g = gpufeed({"diagnose", "--duration", "14", "--json", (dir_ / "d.json").string(), "--", kPython,
-                      fixture_script("slow_job.py"), "--data", data.string(), "--workers", "2", "--batch-size", "8",
+                      fixture_script("slow_job.py"), "--data", data.string(), "--workers", std::to_string(workers),
+                      "--batch-size", "8",
                       "--step-ms", "20", "--stat", "--persistent", "--duration", "13"});
     auto code = g->wait(90);
     EXPECT_TRUE(code) << "gpufeed did not finish";
@@ -325,6 +326,38 @@ TEST_F(DiagnoseSlowJob, WorkersInStepGiveGapsOfTwoStepsThatTuneFromSplits) {
   opt.sigma = 0;
   testing::LatencyFsMount mount(dataset_->path(), dir_ / "mnt", opt);
   expect_the_jobs_step(diagnose_job(mount.path()));
+}
+
+// The s3fs case: the FUSE daemon spends CPU on every file (3 ms a
+// lookup, getattr, open and read, as s3fs parses and signs requests) on the
+// same 2 cores as six workers asleep in its calls. The cores, not the
+// workers, are the limit: the top cause says so and nothing asks for more
+// workers.
+TEST_F(DiagnoseSlowJob, SaturatedCoresAreTheTopCauseAndNoMoreWorkersAdvised) {
+  if (auto why = testing::LatencyFsMount::unavailable_reason()) GTEST_SKIP() << *why;
+  std::filesystem::create_directory(dir_ / "mnt");
+  testing::LatencyFsOptions opt;
+  opt.lookup_ms = 5;
+  opt.open_ms = 2;
+  opt.cpu_ms = 3;
+  testing::LatencyFsMount mount(dataset_->path(), dir_ / "mnt", opt);
+  json doc = diagnose_job(mount.path(), 6);
+  EXPECT_EQ(testing::schema_errors("diagnosis", doc), "");
+  const json& host = doc["evidence"]["host"];
+  std::cout << "[ measured ] cores " << host["cpu_busy_pct"] << "% busy, PSI cpu " << host["psi_cpu_some_pct"]
+            << "%; top cause " << doc["summary"]["top_cause"] << "\n";
+  const json* saturated = finding(doc, "cpu.saturated");
+  ASSERT_NE(saturated, nullptr) << doc["findings"].dump(2);
+  EXPECT_EQ(doc["summary"]["top_cause"], "cpu.saturated");
+  EXPECT_GT(saturated->at("figures")["outside_job_cpu_s"].get<double>(), 1.0) << "the daemon's CPU is outside the job";
+  EXPECT_EQ(finding(doc, "loader.too-few-workers"), nullptr) << doc["findings"].dump(2);
+  for (const auto& f : doc["findings"]) {
+    const auto advice = f["advice"].get<std::string>();
+    for (const char* more : {"more workers overlap", "more DataLoader workers hide", "more workers shorten",
+                             "more workers than cores is fine"}) {
+      EXPECT_EQ(advice.find(more), std::string::npos) << f["id"] << ": " << advice;
+    }
+  }
 }
 
 TEST_F(DiagnoseSlowJob, LocalDirectoryHasNoStorageFinding) {

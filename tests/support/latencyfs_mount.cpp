@@ -126,6 +126,8 @@ LatencyFsMount::LatencyFsMount(std::filesystem::path source, std::filesystem::pa
                                    format_ms(options.readdir_ms),
                                    "--sigma",
                                    format_ms(options.sigma),
+                                   "--cpu-ms",
+                                   format_ms(options.cpu_ms),
                                    "--seed",
                                    std::to_string(options.seed),
                                    "--threads",

@@ -11,6 +11,7 @@ namespace gpufeed::testing {
 
 struct LatencyFsOptions {
   double lookup_ms = 0, open_ms = 0, read_ms = 0, getattr_ms = 0, readdir_ms = 0, sigma = 0;
+  double cpu_ms = 0;  // CPU the daemon spends in each delayed operation
   int threads = 64;
   unsigned seed = 1;
 };

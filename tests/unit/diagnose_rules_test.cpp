@@ -90,9 +90,75 @@ TEST(DiagnoseRules, CpuBoundWorkersGetCpuAdvice) {
   EXPECT_NE(cpu->advice.find("cheaper"), std::string::npos);
   EXPECT_EQ(find(fs, "workers.io-bound"), nullptr);
   EXPECT_EQ(find(fs, "storage.slow-metadata"), nullptr);
+  // Starved, but the cores are saturated: more workers cannot help.
+  EXPECT_EQ(find(fs, "loader.too-few-workers"), nullptr);
+  EXPECT_EQ(find(fs, "cpu.saturated"), nullptr) << "workers.cpu-bound says it for CPU-bound workers";
+}
+
+// CPU-bound workers on cores with room: more workers help, up to the cores.
+TEST(DiagnoseRules, CpuBoundWorkersWithIdleCoresGetMoreWorkersWithinTheCores) {
+  Evidence e = cpu_bound();
+  e.host.usable_cpus = 16;
+  e.host.cpu_busy_pct = 30;
+  const auto fs = evaluate_rules(e);
   const Finding* workers = find(fs, "loader.too-few-workers");
-  ASSERT_NE(workers, nullptr);  // starved and saturated, but more workers exceed the cores:
-  EXPECT_NE(workers->advice.find("exceed the 4 usable cores"), std::string::npos) << workers->advice;
+  ASSERT_NE(workers, nullptr);
+  EXPECT_EQ(find(fs, "cpu.saturated"), nullptr);
+  EXPECT_EQ(find(fs, "workers.cpu-bound"), nullptr) << "the cores are not saturated";
+}
+
+bool advises_more_workers(const Finding& f) {
+  return f.advice.find("more workers overlap") != std::string::npos ||
+         f.advice.find("more DataLoader workers hide") != std::string::npos ||
+         f.advice.find("more workers shorten") != std::string::npos ||
+         f.advice.find("more workers than cores is fine") != std::string::npos ||
+         (f.id == "loader.too-few-workers");
+}
+
+// Workers asleep in FUSE calls while the daemon behind them fills the cores:
+// the binding constraint is CPU. The top cause says so, and no finding asks
+// for more workers.
+TEST(DiagnoseRules, SaturatedCoresAreTheTopCauseAndNoFindingAsksForMoreWorkers) {
+  const auto report = make_diagnosis({{100, 0, "python train.py"}}, starved_on_saturated_fuse());
+  const Finding* cause = top_cause(report);
+  ASSERT_NE(cause, nullptr);
+  EXPECT_EQ(cause->id, "cpu.saturated");
+  EXPECT_EQ(cause->severity, Severity::Critical);
+  // 19 CPU-s busy; the job's 7 (loop 3, workers 2 + 4 x 0.5): 12 outside it.
+  EXPECT_NEAR(cause->figures["outside_job_cpu_s"].get<double>(), 12.0, 0.01);
+  EXPECT_NE(cause->advice.find("outside the job"), std::string::npos) << cause->advice;
+  EXPECT_NE(cause->advice.find("cache tier"), std::string::npos) << cause->advice;
+  for (const auto& f : report.findings) EXPECT_FALSE(advises_more_workers(f)) << f.id << ": " << f.advice;
+  const Finding* over = find(report.findings, "cpu.oversubscribed");
+  ASSERT_NE(over, nullptr) << "6 workers on 2 cores";
+  EXPECT_EQ(over->severity, Severity::Warning) << "sleeping workers still cost when the cores are saturated";
+  EXPECT_NE(find(report.findings, "storage.slow-metadata"), nullptr) << "the slow mount is still named";
+}
+
+// PSI alone says the cores are saturated: a task waits for a CPU most of the
+// time even where the busy average looks moderate.
+TEST(DiagnoseRules, CpuPressureAloneMarksTheCoresSaturated) {
+  Evidence e = starved_on_fuse();
+  e.host.psi_cpu_some_pct = 70;
+  const auto fs = evaluate_rules(e);
+  ASSERT_NE(find(fs, "cpu.saturated"), nullptr);
+  EXPECT_EQ(find(fs, "loader.too-few-workers"), nullptr);
+  e.host.psi_cpu_some_pct = 10;
+  const auto calm = evaluate_rules(e);
+  EXPECT_EQ(find(calm, "cpu.saturated"), nullptr);
+  EXPECT_NE(find(calm, "loader.too-few-workers"), nullptr);
+}
+
+// The job fills the cores itself (its loop, not its I/O-bound workers).
+TEST(DiagnoseRules, SaturatedByTheJobItselfAsksForFewerOrCheaperWorkers) {
+  Evidence e = starved_on_fuse();
+  e.host.usable_cpus = 1;
+  e.host.cpu_busy_pct = 90;
+  e.processes[0].cpu_s = 8;  // the loop: 8 of 9 busy CPU-s
+  const auto fs = evaluate_rules(e);
+  const Finding* sat = find(fs, "cpu.saturated");
+  ASSERT_NE(sat, nullptr);
+  EXPECT_NE(sat->advice.find("the job itself fills the cores"), std::string::npos) << sat->advice;
 }
 
 TEST(DiagnoseRules, BurstyWaitsAskForDeeperPrefetch) {
@@ -208,7 +274,7 @@ TEST(DiagnoseRules, EveryFindingIdIsInTheSchemaAndTheDocs) {
 
 TEST(DiagnoseRules, EveryFindingARuleEmitsIsInTheTable) {
   const auto ids = finding_ids();
-  for (const auto& evidence : {starved_on_fuse(), healthy_local(), cpu_bound(), bursty()}) {
+  for (const auto& evidence : {starved_on_fuse(), healthy_local(), cpu_bound(), bursty(), starved_on_saturated_fuse()}) {
     for (const auto& f : evaluate_rules(evidence)) {
       EXPECT_NE(std::find(ids.begin(), ids.end(), f.id), ids.end()) << f.id;
     }

@@ -102,6 +102,20 @@ inline Evidence cpu_bound() {
   return e;
 }
 
+// The s3fs case: the incident's starving job, but on 2 cores that
+// its workers share with the FUSE daemon (and the S3 server behind it).
+// The workers sleep in FUSE calls; the CPU goes to the daemon: 2 cores 95%
+// busy, tasks waiting for a CPU 62% of the time, 19 CPU-s of 10 s x 2 cores
+// busy of which the job spends 7.
+inline Evidence starved_on_saturated_fuse() {
+  Evidence e = starved_on_fuse();
+  e.host.usable_cpus = 2;
+  e.host.cpu_busy_pct = 95;
+  e.host.psi_cpu_some_pct = 62;
+  for (int i = 0; i < 4; ++i) e.processes.push_back(process(103 + i, true, 0.5, 10));
+  return e;
+}
+
 // Enough supply on average, but waits come in rare long bursts.
 inline Evidence bursty() {
   Evidence e;

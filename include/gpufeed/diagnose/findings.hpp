@@ -39,6 +39,7 @@ struct RuleThresholds {
   double io_bound_share = 0.50;         // of worker busy time in file/path calls
   double cpu_bound_share = 0.70;        // of worker busy time on CPU
   double cpu_saturated_pct = 85.0;      // host CPU busy of usable CPUs
+  double cpu_pressure_saturated_pct = 50.0;  // PSI cpu some: share of the window with a task waiting for a CPU
   double burst_top_share = 0.50;        // share of wait time in the longest 10% of waits
   std::uint64_t min_wait_spans = 20;
   double small_file_bytes = 1 << 20;    // mean bytes read per opened file

@@ -27,6 +27,11 @@ struct Context {
   LoaderFigures f;
   double wait = 0;  // data-wait fraction, 0 when unknown
   bool starved = false;
+  // The usable cores are saturated (busy, or tasks stalled waiting for a
+  // CPU), whoever uses them: the workers, the loop, or a storage daemon such
+  // as s3fs beside them. Then CPU is the binding constraint, and no finding
+  // may advise more workers.
+  bool cores_saturated = false;
   std::vector<Finding> out;
 };
 
@@ -115,8 +120,9 @@ void slow_metadata(Context& c) {
                  {"worker_time_share", std::min(share, 1.0)}};
     x.advice = fmt::format(
         "copy or cache the dataset on local NVMe (a local cache tier in front of {}), or pack it into large shards "
-        "(tar/WebDataset) so one open serves many samples; meanwhile more DataLoader workers hide the latency",
-        g.mount_point);
+        "(tar/WebDataset) so one open serves many samples{}",
+        g.mount_point,
+        c.cores_saturated ? "" : "; meanwhile more DataLoader workers hide the latency");
     x.confidence = base_confidence(c.e);
     x.weight = cause ? std::min(share, 1.0) * c.wait : share * 0.1;
     c.out.push_back(std::move(x));
@@ -126,6 +132,7 @@ void slow_metadata(Context& c) {
 void too_few_workers(Context& c) {
   if (!c.starved || !c.f.worker_busy_fraction || *c.f.worker_busy_fraction < c.t.workers_saturated) return;
   if (c.f.max_workers_per_rank == 0) return;
+  if (c.cores_saturated) return;  // more workers cannot help: cpu.saturated or workers.cpu-bound says what can
   const int need = workers_needed(c);
   const int usable = c.e.host.usable_cpus;
   const bool cpu_bound = c.f.worker_cpu_share.value_or(0) >= c.t.cpu_bound_share;
@@ -189,13 +196,69 @@ void workers_bound(Context& c) {
                                      pct(c.f.worker_d_state_share), c.e.host.cpu_iowait_pct));
     x.figures = {{"worker_io_share", io}, {"worker_d_state_share", c.f.worker_d_state_share},
                  {"cpu_iowait_pct", c.e.host.cpu_iowait_pct}};
-    x.advice =
-        "the workers wait on storage, not on the CPU: more workers overlap the waits (they sleep, so more than "
-        "the cores is fine); a local cache tier or larger files remove them";
+    x.advice = c.cores_saturated
+                   ? "the workers wait on storage, but the cores are saturated (see cpu.saturated): more workers "
+                     "would only add contention; a local cache tier or larger files remove the waits"
+                   : "the workers wait on storage, not on the CPU: more workers overlap the waits (they sleep, so "
+                     "more than the cores is fine); a local cache tier or larger files remove them";
     x.confidence = base_confidence(c.e);
     x.weight = c.starved ? c.wait * 0.5 : 0.05;
     c.out.push_back(std::move(x));
   }
+}
+
+// The loop starves while the usable cores are saturated and the workers are
+// not the CPU-bound ones (workers.cpu-bound covers those): the CPU goes to
+// the loop itself or outside the job (a FUSE or storage daemon, other
+// jobs). The binding constraint is CPU, so this is the top cause, and the fix
+// takes work off the cores instead of adding workers.
+void cores_saturated(Context& c) {
+  if (!c.starved || !c.cores_saturated) return;
+  const HostActivity& h = c.e.host;
+  // workers.cpu-bound says it, with advice for CPU-bound workers.
+  if (c.f.worker_cpu_share.value_or(0) >= c.t.cpu_bound_share && h.cpu_busy_pct >= c.t.cpu_saturated_pct) return;
+  double worker_cpu = 0, loop_cpu = 0;
+  for (const auto& p : c.e.processes) (p.worker ? worker_cpu : loop_cpu) += p.cpu_s;
+  const double busy_cpu = h.cpu_busy_pct / 100.0 * std::max(0, h.usable_cpus) * c.e.window_s;
+  const double outside = std::max(0.0, busy_cpu - worker_cpu - loop_cpu);
+  const double outside_share = busy_cpu > 0 ? outside / busy_cpu : 0;
+  Finding x;
+  x.id = "cpu.saturated";
+  x.severity = c.wait >= c.t.starved_critical ? Severity::Critical : Severity::Warning;
+  const std::string pressure =
+      h.psi_cpu_some_pct ? fmt::format(", tasks waiting for a CPU {:.0f}% of the time (PSI)", *h.psi_cpu_some_pct) : "";
+  x.title = fmt::format("The cores are saturated ({:.0f}% busy{}) while the loop waits: more workers cannot feed it",
+                        h.cpu_busy_pct, pressure);
+  if (busy_cpu > 0) {
+    x.evidence.push_back(fmt::format("{:.1f} CPU-s busy on {} usable cores over {:.1f} s: the job's workers {:.1f} s, "
+                                     "its training processes {:.1f} s, outside the job {:.1f} s ({})",
+                                     busy_cpu, h.usable_cpus, c.e.window_s, worker_cpu, loop_cpu, outside,
+                                     pct(outside_share)));
+  }
+  x.evidence.push_back(fmt::format("the loop waits for data {} of the time", pct(c.wait)));
+  x.figures = {{"cpu_busy_pct", h.cpu_busy_pct},
+               {"psi_cpu_some_pct", opt(h.psi_cpu_some_pct)},
+               {"usable_cpus", h.usable_cpus},
+               {"worker_cpu_s", worker_cpu},
+               {"loop_cpu_s", loop_cpu},
+               {"outside_job_cpu_s", outside}};
+  if (outside_share >= 0.3) {
+    x.advice = fmt::format(
+        "{} of the busy CPU is outside the job: a FUSE or storage daemon (s3fs, goofys), or another job, on the "
+        "same cores. Take that work off them: a local cache tier or large shards remove the daemon's per-file "
+        "work; keep num_workers at or below {} per rank (more workers only add contention), or give the job and "
+        "the daemon more cores",
+        pct(outside_share), std::max(1, c.f.max_workers_per_rank));
+  } else {
+    x.advice = fmt::format(
+        "the job itself fills the cores: use fewer or cheaper workers (num_workers at or below {} per rank, "
+        "cheaper transforms), a local cache tier or shards for the storage calls, or more cores; more workers "
+        "only add contention",
+        std::max(1, c.f.max_workers_per_rank));
+  }
+  x.confidence = base_confidence(c.e);
+  x.weight = c.wait;  // the binding constraint: above every cause it makes worse
+  c.out.push_back(std::move(x));
 }
 
 void shallow_prefetch(Context& c) {
@@ -262,10 +325,13 @@ void oversubscribed(Context& c) {
   const int live = std::max(c.f.live_workers, c.f.max_workers_per_rank * c.e.ranks);
   if (usable <= 0 || live <= usable) return;
   // Workers that mostly sleep on storage can outnumber the cores harmlessly.
+  // Unless the cores are saturated anyway: then they take CPU from the
+  // storage daemon and the loop.
   const bool cpu_heavy = c.f.worker_cpu_share.value_or(1.0) >= 0.5;
+  const bool costly = cpu_heavy || c.cores_saturated;
   Finding x;
   x.id = "cpu.oversubscribed";
-  x.severity = cpu_heavy ? Severity::Warning : Severity::Info;
+  x.severity = costly ? Severity::Warning : Severity::Info;
   x.title = fmt::format("{} DataLoader workers across {} rank(s) exceed the {} usable cores", live, c.e.ranks, usable);
   x.evidence.push_back(fmt::format("{} worker processes plus {} training process(es); {} usable CPUs (affinity)", live,
                                    c.e.ranks, usable));
@@ -274,13 +340,21 @@ void oversubscribed(Context& c) {
   }
   x.figures = {{"workers", live}, {"ranks", c.e.ranks}, {"usable_cpus", usable}};
   const int per_rank = std::max(1, (usable - c.e.ranks) / std::max(1, c.e.ranks));
-  x.advice = cpu_heavy ? fmt::format("CPU-bound workers beyond the cores only add switching: use num_workers<={} per "
-                                     "rank (see 'gpufeed probe' for the per-GPU core budget)",
-                                     per_rank)
-                       : "the workers mostly wait on storage, so this is tolerable; pin them to the GPU's NUMA cores "
-                         "(see 'gpufeed probe')";
+  if (cpu_heavy) {
+    x.advice = fmt::format("CPU-bound workers beyond the cores only add switching: use num_workers<={} per "
+                           "rank (see 'gpufeed probe' for the per-GPU core budget)",
+                           per_rank);
+  } else if (c.cores_saturated) {
+    x.advice = fmt::format("the cores are saturated, so workers beyond them take CPU from the loop and the storage "
+                           "daemon: use num_workers<={} per rank, and a local cache tier or shards to remove the "
+                           "storage waits the extra workers were hiding",
+                           per_rank);
+  } else {
+    x.advice = "the workers mostly wait on storage, so this is tolerable; pin them to the GPU's NUMA cores "
+               "(see 'gpufeed probe')";
+  }
   x.confidence = Confidence::High;
-  x.weight = cpu_heavy ? 0.05 : 0.01;
+  x.weight = costly ? 0.05 : 0.01;
   c.out.push_back(std::move(x));
 }
 
@@ -349,8 +423,9 @@ void gpu_findings(Context& c) {
                                      workers, workers));
     x.figures = {{"gpu", where}, {"period_ms", *a.period_s * 1e3}, {"mean_idle_gap_ms", *a.mean_idle_gap_s * 1e3},
                  {"period_strength", *a.period_strength}};
-    x.advice = "deepen the prefetch so the queue covers the gap: prefetch_factor 4-8 with persistent_workers=True "
-               "(workers re-forked each epoch start in step and finish in step); more workers shorten the gap";
+    x.advice = std::string("deepen the prefetch so the queue covers the gap: prefetch_factor 4-8 with "
+                           "persistent_workers=True (workers re-forked each epoch start in step and finish in step)") +
+               (c.cores_saturated ? "" : "; more workers shorten the gap");
     x.confidence = base_confidence(c.e);
     x.weight = c.starved ? c.wait * 0.55 : 0.02;
     c.out.push_back(std::move(x));
@@ -369,6 +444,8 @@ struct Rule {
 const std::vector<Rule>& rules() {
   static const std::vector<Rule> table = {
       {loop_starved, {"loop.starved"}},
+      // Before the causes it outweighs: among equal weights the first is the top cause.
+      {cores_saturated, {"cpu.saturated"}},
       {slow_metadata, {"storage.slow-metadata"}},
       {too_few_workers, {"loader.too-few-workers"}},
       {workers_bound, {"workers.cpu-bound", "workers.io-bound"}},
@@ -414,9 +491,12 @@ std::string confidence_name(Confidence c) {
 }
 
 std::vector<Finding> evaluate_rules(const Evidence& e, const RuleThresholds& t) {
-  Context c{e, t, loader_figures(e), 0.0, false, {}};
+  Context c{e, t, loader_figures(e), 0.0, false, false, {}};
   c.wait = c.f.data_wait_fraction.value_or(0);
   c.starved = c.f.data_wait_fraction && c.wait >= t.starved_warning;
+  c.cores_saturated = e.host.usable_cpus > 0 &&
+                      (e.host.cpu_busy_pct >= t.cpu_saturated_pct ||
+                       e.host.psi_cpu_some_pct.value_or(0) >= t.cpu_pressure_saturated_pct);
   for (const auto& rule : rules()) rule.evaluate(c);
   // Most severe first; among equals, the one that explains most loop time.
   std::stable_sort(c.out.begin(), c.out.end(), [](const Finding& a, const Finding& b) {
