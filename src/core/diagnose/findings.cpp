@@ -164,11 +164,19 @@ void too_few_workers(Context& c) {
   c.out.push_back(std::move(x));
 }
 
+// Busy workers that spend their busy time on CPU, on saturated cores:
+// workers.cpu-bound, which cpu.saturated leaves to it.
+bool workers_busy(const Context& c) {
+  return c.f.worker_busy_fraction && *c.f.worker_busy_fraction >= 0.5 && c.f.workers_total > 0;
+}
+bool workers_cpu_bound(const Context& c) {
+  return workers_busy(c) && c.f.worker_cpu_share.value_or(0) >= c.t.cpu_bound_share && c.cores_saturated;
+}
+
 void workers_bound(Context& c) {
-  if (!c.f.worker_busy_fraction || *c.f.worker_busy_fraction < 0.5 || c.f.workers_total == 0) return;
+  if (!workers_busy(c)) return;
   const double io = c.f.worker_io_share.value_or(0), cpu = c.f.worker_cpu_share.value_or(0);
-  const bool saturated = c.e.host.cpu_busy_pct >= c.t.cpu_saturated_pct;
-  if (cpu >= c.t.cpu_bound_share && saturated) {
+  if (workers_cpu_bound(c)) {
     Finding x;
     x.id = "workers.cpu-bound";
     x.severity = c.starved ? Severity::Warning : Severity::Info;
@@ -214,9 +222,8 @@ void workers_bound(Context& c) {
 // takes work off the cores instead of adding workers.
 void cores_saturated(Context& c) {
   if (!c.starved || !c.cores_saturated) return;
+  if (workers_cpu_bound(c)) return;  // workers.cpu-bound says it, with advice for CPU-bound workers
   const HostActivity& h = c.e.host;
-  // workers.cpu-bound says it, with advice for CPU-bound workers.
-  if (c.f.worker_cpu_share.value_or(0) >= c.t.cpu_bound_share && h.cpu_busy_pct >= c.t.cpu_saturated_pct) return;
   double worker_cpu = 0, loop_cpu = 0;
   for (const auto& p : c.e.processes) (p.worker ? worker_cpu : loop_cpu) += p.cpu_s;
   const double busy_cpu = h.cpu_busy_pct / 100.0 * std::max(0, h.usable_cpus) * c.e.window_s;
