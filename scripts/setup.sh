@@ -39,6 +39,8 @@ packages=(
   libturbojpeg0-dev   # JPEG decode in the loader (libjpeg-turbo)
   libtorch-dev        # the optional LibTorch step plugin (--model)
   python3-botocore    # reference SigV4 signer the S3 tests check against
+  libcpp-httplib-dev  # the HTTP server of `gpufeed monitor`'s /metrics endpoint
+  prometheus          # promtool and a real server: the monitor tests scrape and check with them
 )
 if ((with_bench)); then
   packages+=(

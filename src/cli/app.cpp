@@ -154,6 +154,7 @@ int run(const std::vector<std::string>& args, Io& io) {
     std::vector<Command> commands;
     commands.push_back(add_probe_command(app));
     commands.push_back(add_diagnose_command(app));
+    commands.push_back(add_monitor_command(app));
     commands.push_back(add_bench_command(app));
     commands.push_back(add_tune_command(app));
     commands.push_back(add_check_command(app));

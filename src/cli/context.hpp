@@ -41,6 +41,7 @@ struct Command {
 
 Command add_probe_command(CLI::App& app);
 Command add_diagnose_command(CLI::App& app);
+Command add_monitor_command(CLI::App& app);
 Command add_gpu_command(CLI::App& app);       // gpu + gpu record
 Command add_gpu_show_command(CLI::App& gpu);  // gpu show
 Command add_bench_command(CLI::App& app);

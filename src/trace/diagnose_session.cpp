@@ -30,6 +30,8 @@
 #include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/trace/bpf_tracer.hpp"
 #include "gpufeed/trace/proc_reader.hpp"
+#include "held_launch.hpp"
+#include "path_resolver.hpp"
 
 namespace gpufeed {
 namespace {
@@ -39,88 +41,6 @@ std::uint64_t monotonic_ns() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
 }
-
-// Starts CMD held before its exec, so it can be put in the traced set before
-// its first instruction. It stays in gpufeed's process group: a terminal's
-// Ctrl-C reaches the job as it would without gpufeed.
-class Launch {
- public:
-  explicit Launch(const std::vector<std::string>& cmd)
-      : child_(cmd, os::LaunchOptions{false, true, -1, -1}), cmd0_(cmd.front()) {}
-  int pid() const { return child_.pid(); }
-  // Lets the command exec; throws a usage error if exec failed.
-  void release() {
-    if (const int err = child_.release(); err != 0) {
-      int status = 0;
-      waitpid(child_.pid(), &status, 0);
-      throw usage_error(fmt::format("cannot run '{}': {}", cmd0_, std::strerror(err)),
-                        "check the command after '--' (is it on PATH?)");
-    }
-  }
-
- private:
-  os::Launched child_;
-  std::string cmd0_;
-};
-
-// Turns a traced call's path (relative, or dentry names) into an absolute
-// path and finds its mount, per process, caching mount tables.
-class PathResolver {
- public:
-  explicit PathResolver(const ProcReader& proc) : proc_(proc) {}
-
-  void resolve(const TraceEvent& ev, SlowCall& out) {
-    const MountTable& mounts = table(ev.tgid);
-    if (!ev.path.empty()) {
-      std::string p = ev.path;
-      if (p.front() != '/') {
-        const bool at_cwd = ev.fd == -100 || ev.fd == -1;  // AT_FDCWD, or open()/stat()
-        auto base = at_cwd ? proc_.readlink(fmt::format("/proc/{}/cwd", ev.tgid))
-                           : proc_.readlink(fmt::format("/proc/{}/fd/{}", ev.tgid, ev.fd));
-        p = base ? *base + "/" + p : p;
-      }
-      if (p.front() == '/') p = normalise_path(p);
-      out.path = p;
-      if (const Mount* m = p.front() == '/' ? mounts.by_path(p) : nullptr) {
-        out.mount_point = m->mount_point;
-        out.fs_type = m->fs_type;
-      }
-      return;
-    }
-    if (!ev.components.empty()) {
-      const Mount* m = mounts.by_kernel_dev(ev.dev);
-      std::string rel;
-      bool complete = false;
-      for (auto it = ev.components.rbegin(); it != ev.components.rend(); ++it) {
-        if (*it == "/") {
-          complete = true;  // reached the filesystem's root
-          continue;
-        }
-        rel += "/" + *it;
-      }
-      if (m) {
-        out.mount_point = m->mount_point;
-        out.fs_type = m->fs_type;
-        if (complete && m->root != "/" && rel.rfind(m->root, 0) == 0) rel = rel.substr(m->root.size());
-        out.path = complete ? normalise_path(m->mount_point + rel) : m->mount_point + "/..." + rel;
-      } else {
-        out.path = (complete ? "" : "...") + rel;
-      }
-    }
-  }
-
- private:
-  const MountTable& table(int tgid) {
-    auto it = tables_.find(tgid);
-    if (it != tables_.end()) return it->second;
-    auto text = proc_.read(fmt::format("/proc/{}/mountinfo", tgid));
-    if (!text) text = proc_.read("/proc/self/mountinfo");
-    return tables_.emplace(tgid, MountTable(parse_mountinfo(text.value_or("")))).first->second;
-  }
-
-  const ProcReader& proc_;
-  std::map<int, MountTable> tables_;
-};
 
 struct Tracked {
   ProcessInfo info;

@@ -1,0 +1,239 @@
+// gpufeed monitor against the real kernel and a real Prometheus server: the
+// starving PyTorch job on the FUSE fixture, its workers re-forked every
+// epoch, scraped each second; clean endings on the job's exit and on
+// SIGINT/SIGTERM. Needs root and BTF (and Debian's prometheus for the
+// scrape); each test skips with its reason where the machine lacks them.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "support/child_process.hpp"
+#include "support/latencyfs_mount.hpp"
+#include "support/temp_dir.hpp"
+
+namespace gpufeed {
+namespace {
+
+using nlohmann::json;
+using testing::ChildProcess;
+using testing::TempDir;
+
+const std::string kPython = "/usr/bin/python3";
+const std::string kPrometheus = "/usr/bin/prometheus";
+const std::string kPromtool = "/usr/bin/promtool";
+std::string fixture_script(const std::string& name) { return std::string(GPUFEED_SOURCE_DIR) + "/tests/fixtures/" + name; }
+
+std::vector<std::string> sleeper_job() {
+  return {kPython, "-c", "import os, time\nwhile True:\n    os.stat('/etc/hostname')\n    time.sleep(0.01)\n"};
+}
+
+// A port nobody listens on now (the kernel's pick).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::optional<std::string> http_get(int port, const std::string& path) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(5, 0);
+  auto res = c.Get(path.c_str());
+  if (!res || res->status != 200) return std::nullopt;
+  return res->body;
+}
+
+class Monitor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = testing::ebpf_unavailable_reason()) GTEST_SKIP() << *why;
+    ASSERT_TRUE(testing::loaded_bpf_programs("gf_", 5).empty()) << "gpufeed programs loaded before the test";
+  }
+  std::unique_ptr<ChildProcess> gpufeed(std::vector<std::string> args, const std::string& log = "gpufeed.out") {
+    args.insert(args.begin(), GPUFEED_BINARY);
+    return std::make_unique<ChildProcess>(args, dir_ / log);
+  }
+  std::string output(const std::string& log = "gpufeed.out") { return testing::read_file(dir_ / log); }
+  // Waits for monitor's announce line; returns its metrics port (0: none).
+  int wait_until_monitoring(const std::string& log = "gpufeed.out") {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < limit) {
+      const std::string out = output(log);
+      if (out.find("gpufeed: monitoring pid") != std::string::npos) {
+        std::smatch m;
+        if (std::regex_search(out, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/metrics"))) return std::stoi(m[1]);
+        return 0;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "monitor never announced itself\n" << output(log);
+    return -1;
+  }
+  void expect_detached() { EXPECT_TRUE(testing::loaded_bpf_programs("gf_", 5).empty()) << "BPF programs left loaded"; }
+
+  TempDir dir_;
+};
+
+class MonitorEnding : public Monitor, public ::testing::WithParamInterface<int> {};
+
+TEST_P(MonitorEnding, ASignalDetachesCleanlyAndLeavesTheJobUnharmed) {
+  ChildProcess job(sleeper_job(), dir_ / "job.out");
+  auto g = gpufeed({"monitor", "--pid", std::to_string(job.pid()), "--listen", "127.0.0.1:0", "--interval", "0.2"});
+  const int port = wait_until_monitoring();
+  ASSERT_GT(port, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few intervals published
+  auto scrape = http_get(port, "/metrics");
+  ASSERT_TRUE(scrape) << "no /metrics from the running monitor";
+  EXPECT_NE(scrape->find("gpufeed_loop_data_wait_ratio{"), std::string::npos);
+  g->signal(GetParam());
+  auto code = g->wait(30);
+  ASSERT_TRUE(code) << "monitor hung after the signal";
+  EXPECT_EQ(*code, 0) << output();
+  EXPECT_NE(output().find("monitor stopped (interrupted)"), std::string::npos) << output();
+  EXPECT_TRUE(job.running()) << "the watched job was harmed";
+  expect_detached();
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, MonitorEnding, ::testing::Values(SIGINT, SIGTERM),
+                         [](const ::testing::TestParamInfo<int>& p) { return p.param == SIGINT ? "sigint" : "sigterm"; });
+
+TEST_F(Monitor, ALaunchedCommandThatExitsEndsMonitorWithItsExitCode) {
+  auto g = gpufeed({"monitor", "--no-listen", "--jsonl", (dir_ / "m.jsonl").string(), "--interval", "0.1", "--",
+                    "/bin/sh", "-c", "sleep 1; exit 3"});
+  auto code = g->wait(30);
+  ASSERT_TRUE(code) << "monitor did not end with the job";
+  EXPECT_EQ(*code, 3) << output();
+  EXPECT_NE(output().find("monitor stopped (target exited)"), std::string::npos) << output();
+  std::ifstream in(dir_ / "m.jsonl");
+  int samples = 0;
+  for (std::string line; std::getline(in, line);) samples += json::parse(line)["type"] == "sample";
+  EXPECT_GE(samples, 5) << "one record per 0.1 s interval";
+  expect_detached();
+}
+
+// The incident's job, its workers re-forked every epoch (no persistent
+// workers), watched for five epochs and more and scraped by Prometheus each
+// second; diagnose traces the same job for a window in the middle.
+TEST_F(Monitor, PrometheusScrapesTheStarvingJobAcrossEpochsAndAgreesWithDiagnose) {
+  if (auto why = testing::torch_unavailable_reason()) GTEST_SKIP() << *why;
+  if (auto why = testing::LatencyFsMount::unavailable_reason()) GTEST_SKIP() << *why;
+  if (access(kPrometheus.c_str(), X_OK) != 0 || access(kPromtool.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "Debian's prometheus package is not installed (scripts/setup.sh installs it)";
+  }
+  const TempDir* dataset = testing::shared_jpeg_dataset();
+  ASSERT_NE(dataset, nullptr);
+  std::filesystem::create_directory(dir_ / "mnt");
+  constexpr double kInjectedStatMs = 20.0;
+  testing::LatencyFsOptions opt;
+  opt.lookup_ms = kInjectedStatMs;  // a stat of a file costs one lookup
+  opt.open_ms = 5;
+  opt.read_ms = 2;
+  testing::LatencyFsMount mount(dataset->path(), dir_ / "mnt", opt);
+
+  // 240 files in batches of 8 with 2 workers: an epoch of 30 batches takes
+  // about 5 s, so 40 s hold at least 5 epochs, each with new workers.
+  ChildProcess job({kPython, fixture_script("slow_job.py"), "--data", mount.path().string(), "--workers", "2",
+                    "--batch-size", "8", "--step-ms", "20", "--stat", "--duration", "40", "--report-every", "1000"},
+                   dir_ / "job.out");
+  const int metrics_port = free_port();
+  auto monitor = gpufeed({"monitor", "--pid", std::to_string(job.pid()), "--listen",
+                          "127.0.0.1:" + std::to_string(metrics_port), "--window", "10", "--jsonl",
+                          (dir_ / "m.jsonl").string(), "--job", "incident"});
+  ASSERT_EQ(wait_until_monitoring(), metrics_port);
+
+  const int prom_port = free_port();
+  {
+    std::ofstream cfg(dir_ / "prometheus.yml");
+    cfg << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        << "rule_files:\n  - " << GPUFEED_SOURCE_DIR << "/profiles/prometheus/gpufeed-rules.yml\n"
+        << "scrape_configs:\n  - job_name: gpufeed\n    honor_labels: true\n    static_configs:\n"
+        << "      - targets: ['127.0.0.1:" << metrics_port << "']\n";
+  }
+  ChildProcess prometheus({kPrometheus, "--config.file=" + (dir_ / "prometheus.yml").string(),
+                           "--storage.tsdb.path=" + (dir_ / "tsdb").string(),
+                           "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+                          dir_ / "prometheus.out");
+  auto query = [&](const std::string& promql) -> std::optional<double> {
+    auto body = http_get(prom_port, "/api/v1/query?query=" + httplib::detail::encode_query_param(promql));
+    if (!body) return std::nullopt;
+    const json r = json::parse(*body);
+    if (r["status"] != "success" || r["data"]["result"].empty()) return std::nullopt;
+    return std::stod(r["data"]["result"][0]["value"][1].get<std::string>());
+  };
+
+  // Diagnose's window: from 14 s to 24 s of the job, monitor's window the
+  // same 10 s when diagnose ends.
+  std::this_thread::sleep_for(std::chrono::seconds(14));
+  auto diagnose = gpufeed({"diagnose", "--pid", std::to_string(job.pid()), "--duration", "10", "--json",
+                           (dir_ / "d.json").string(), "--quiet"},
+                          "diagnose.out");
+  auto dcode = diagnose->wait(60);
+  ASSERT_TRUE(dcode && *dcode == 0) << output("diagnose.out");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // one more interval and scrape
+  std::ifstream din(dir_ / "d.json");
+  const json doc = json::parse(din);
+  const double diagnosed = doc["summary"]["data_wait_fraction"].get<double>();
+  const auto watched = query("gpufeed_loop_data_wait_ratio{job=\"incident\",rank=\"0\"}");
+  ASSERT_TRUE(watched) << "Prometheus has no data-wait ratio\n" << output("prometheus.out");
+  std::cout << "[ measured ] data wait: monitor " << *watched << ", diagnose " << diagnosed << "\n";
+  EXPECT_NEAR(*watched, diagnosed, 0.05);
+  const auto stat_p50 = query("gpufeed_mount_call_p50_seconds{job=\"incident\",call=\"stat\"}");
+  ASSERT_TRUE(stat_p50);
+  std::cout << "[ measured ] stat p50 on the FUSE mount " << *stat_p50 * 1e3 << " ms for an injected "
+            << kInjectedStatMs << " ms\n";
+  EXPECT_NEAR(*stat_p50 * 1e3, kInjectedStatMs, kInjectedStatMs * 0.25);
+  EXPECT_EQ(query("gpufeed_finding_active{job=\"incident\",finding=\"loop.starved\"}").value_or(0), 1);
+
+  auto scrape = http_get(metrics_port, "/metrics");
+  ASSERT_TRUE(scrape);
+  std::ofstream(dir_ / "scrape.txt") << *scrape;
+  EXPECT_EQ(std::system((kPromtool + " check metrics < " + (dir_ / "scrape.txt").string() + " > " +
+                         (dir_ / "promtool.out").string() + " 2>&1").c_str()),
+            0)
+      << testing::read_file(dir_ / "promtool.out");
+
+  // The job ends by itself: monitor ends too, exit 0, nothing left loaded.
+  auto mcode = monitor->wait(60);
+  ASSERT_TRUE(mcode) << "monitor did not end with the job";
+  EXPECT_EQ(*mcode, 0) << output();
+  expect_detached();
+  const auto started = query("max_over_time(gpufeed_workers_started_total{job=\"incident\"}[2m])");
+  ASSERT_TRUE(started);
+  std::cout << "[ measured ] " << *started << " workers started over the job's epochs\n";
+  EXPECT_GE(*started, 10) << "5 epochs x 2 workers, each generation followed";
+  // The last epochs' workers were traced too: slow stats in the last 5 s.
+  std::ifstream in(dir_ / "m.jsonl");
+  std::vector<json> samples;
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line);
+    if (j["type"] == "sample") samples.push_back(std::move(j));
+  }
+  ASSERT_GT(samples.size(), 30U);
+  const double end = samples.back()["uptime_s"].get<double>();
+  int late_with_workers = 0;
+  for (const auto& s : samples) {
+    if (s["uptime_s"].get<double>() < end - 6) continue;
+    late_with_workers += s["ranks"][0]["workers"].get<int>() > 0 && !s["slow_calls"].empty();
+  }
+  EXPECT_GT(late_with_workers, 0) << "the last generation of workers was not followed";
+}
+
+}  // namespace
+}  // namespace gpufeed
