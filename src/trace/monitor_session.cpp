@@ -214,17 +214,7 @@ class Monitor {
     const double t = seconds(ev.start_ns);
     switch (ev.type) {
       case TraceEventType::SlowCall: {
-        SlowCall c;
-        c.t_s = t;
-        c.dur_ms = static_cast<double>(ev.dur_ns) / 1e6;
-        c.pid = ev.tgid;
-        c.tid = ev.tid;
-        c.rank = ev.rank;
-        c.role = ev.role;
-        c.nr = ev.nr;
-        c.kind = ev.kind;
-        c.ret = ev.ret;
-        resolver_.resolve(ev, c);
+        SlowCall c = resolver_.slow_call(ev, t);
         totals_.add_slow_call(c);
         window_.add_slow_call(std::move(c));
         break;

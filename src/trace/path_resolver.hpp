@@ -18,6 +18,22 @@ class PathResolver {
  public:
   explicit PathResolver(const ProcReader& proc) : proc_(proc) {}
 
+  // A slow-call event as evidence, `t_s` its start in the session's time.
+  SlowCall slow_call(const TraceEvent& ev, double t_s) {
+    SlowCall c;
+    c.t_s = t_s;
+    c.dur_ms = static_cast<double>(ev.dur_ns) / 1e6;
+    c.pid = ev.tgid;
+    c.tid = ev.tid;
+    c.rank = ev.rank;
+    c.role = ev.role;
+    c.nr = ev.nr;
+    c.kind = ev.kind;
+    c.ret = ev.ret;
+    resolve(ev, c);
+    return c;
+  }
+
   // Drops an exited process's mount table (monitor sees endless workers).
   void forget(int tgid) { tables_.erase(tgid); }
 
