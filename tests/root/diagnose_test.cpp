@@ -16,6 +16,7 @@
 
 #include "gpufeed/tune/from_diagnosis.hpp"
 #include "support/child_process.hpp"
+#include "support/python_fixtures.hpp"
 #include "support/latencyfs_mount.hpp"
 #include "support/schema_validator.hpp"
 #include "support/temp_dir.hpp"
@@ -27,8 +28,8 @@ using nlohmann::json;
 using testing::ChildProcess;
 using testing::TempDir;
 
-const std::string kPython = "/usr/bin/python3";
-std::string fixture_script(const std::string& name) { return std::string(GPUFEED_SOURCE_DIR) + "/tests/fixtures/" + name; }
+using testing::kPython;
+using testing::fixture_script;
 
 // A stand-in job that keeps making syscalls until killed.
 std::vector<std::string> sleeper_job(double seconds = 3600) {

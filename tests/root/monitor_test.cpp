@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/child_process.hpp"
+#include "support/python_fixtures.hpp"
 #include "support/latencyfs_mount.hpp"
 #include "support/temp_dir.hpp"
 
@@ -30,10 +31,10 @@ using nlohmann::json;
 using testing::ChildProcess;
 using testing::TempDir;
 
-const std::string kPython = "/usr/bin/python3";
+using testing::kPython;
 const std::string kPrometheus = "/usr/bin/prometheus";
 const std::string kPromtool = "/usr/bin/promtool";
-std::string fixture_script(const std::string& name) { return std::string(GPUFEED_SOURCE_DIR) + "/tests/fixtures/" + name; }
+using testing::fixture_script;
 
 std::vector<std::string> sleeper_job() {
   return {kPython, "-c", "import os, time\nwhile True:\n    os.stat('/etc/hostname')\n    time.sleep(0.01)\n"};
