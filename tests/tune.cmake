@@ -16,3 +16,9 @@ set_tests_properties(python.gpufeed_config PROPERTIES LABELS unit)
 add_test(NAME python.gpufeed_pytorch_probe
          COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/python/test_gpufeed_pytorch_probe.py)
 set_tests_properties(python.gpufeed_pytorch_probe PROPERTIES LABELS unit)
+# The between-epoch adaptation helper: its policy over a simulated matrix of
+# jobs, and the real PyTorch DataLoader (on FUSE: tests/root/adapt_test.cpp).
+# Serial: its PyTorch test compares epoch rates measured on these two cores.
+add_test(NAME python.gpufeed_adapt
+         COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/python/test_gpufeed_adapt.py)
+set_tests_properties(python.gpufeed_adapt PROPERTIES LABELS unit RUN_SERIAL TRUE)

@@ -182,6 +182,21 @@ TEST(FindingLog, InfoFindingsAreNotFollowedAndCloseEndsTheRest) {
   EXPECT_DOUBLE_EQ(c[0].active_s, 3);
 }
 
+TEST(FindingLog, AStartRecordCarriesTheFiguresAHelperCanActOn) {
+  FindingLog log(1);
+  Finding f = finding("loader.too-few-workers");
+  f.figures = {{"recommended_num_workers", 15}};
+  auto c = log.update({f}, 2);
+  ASSERT_EQ(c.size(), 1U);
+  const MonitorLabels labels{"train", "gpu07"};
+  const Json started = finding_record(c[0], labels);
+  EXPECT_EQ(started["event"], "started");
+  EXPECT_EQ(started["figures"]["recommended_num_workers"], 15) << started.dump();
+  const Json stopped = finding_record(log.close(5).at(0), labels);
+  EXPECT_EQ(stopped["event"], "stopped");
+  EXPECT_FALSE(stopped.contains("figures")) << "a stop has no advice to act on: " << stopped.dump();
+}
+
 TEST(MonitorMetrics, DataWaitPerRankCountsFromEachLoopsFirstWait) {
   Evidence e;
   e.window_s = 10;

@@ -18,6 +18,7 @@ struct FindingChange {
   Severity severity = Severity::Info;
   std::string title;   // the finding's title (when it started: its latest)
   std::string advice;
+  Json figures = Json::object();  // started: the finding's figures (recommended_num_workers, ...)
   double active_s = 0;  // stopped: how long it was active
 };
 

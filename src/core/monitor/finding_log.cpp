@@ -13,6 +13,7 @@ FindingChange change_of(const ActiveFinding& a, bool started, double t_s) {
   c.severity = a.finding.severity;
   c.title = a.finding.title;
   c.advice = a.finding.advice;
+  if (started) c.figures = a.finding.figures;
   c.active_s = started ? 0.0 : t_s - a.since_s;
   return c;
 }

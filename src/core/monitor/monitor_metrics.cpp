@@ -376,6 +376,7 @@ Json finding_record(const FindingChange& c, const MonitorLabels& labels) {
             {"job", labels.job}, {"node", labels.node}};
   if (c.started) {
     j["advice"] = c.advice;
+    j["figures"] = c.figures;
   } else {
     j["active_s"] = c.active_s;
   }
