@@ -58,10 +58,15 @@ def main():
         monitor = subprocess.Popen([GPUFEED, "monitor", "--pid", str(job.pid), "--interval", str(args.interval),
                                     "--listen", "127.0.0.1:0", "--jsonl", os.devnull],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        line = monitor.stderr.readline()
-        url = re.search(r"(http://\S+/metrics)", line)
+        lines = []
+        url = None
+        while not url and len(lines) < 10:  # notes (no GPU sampler, ...) come before the "monitoring" line
+            lines.append(monitor.stderr.readline())
+            url = re.search(r"(http://\S+/metrics)", lines[-1])
+            if not lines[-1]:
+                break
         if not url:
-            sys.exit("monitor_soak: monitor did not start: " + line.strip())
+            sys.exit("monitor_soak: monitor did not start: " + " ".join(l.strip() for l in lines))
         start = time.monotonic()
         samples, scrapes, next_read = [], 0, start
         last_scrape = ""
@@ -85,6 +90,9 @@ def main():
               f"{started.group(1) if started else '?'} worker processes followed")
         print(f"RSS at 1 min {after_minute[1] / 1024:.2f} MiB, at the end {end[1] / 1024:.2f} MiB: "
               f"growth {growth / 1024:+.3f} MiB after the first minute (max {max(s[1] for s in samples) / 1024:.2f} MiB)")
+        # The shape: a leak grows steadily, the allocator's settling does not.
+        marks = [samples[0]] + [next(x for x in samples if x[0] >= seconds * k / 6) for k in range(1, 6)] + [end]
+        print("RSS over the run: " + ", ".join(f"{m[0] / 60:.0f} min {m[1] / 1024:.2f}" for m in marks) + " MiB")
         print(f"monitor CPU: {100 * (end[2] - samples[0][2]) / max(1e-9, end[0] - samples[0][0]):.1f}% of one core")
     finally:
         for p in (monitor, job):

@@ -5,6 +5,7 @@
 #include "option_values.hpp"
 #include "trace_targets.hpp"
 #include "gpufeed/error.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/trace/diagnose_session.hpp"
 #include "gpufeed/trace/monitor_session.hpp"
 
@@ -77,6 +78,11 @@ Command add_monitor_command(CLI::App& app) {
                   "Append one JSON record per interval, and one per finding change, to FILE (- for stdout)")
       ->check(output_path("--jsonl", true))
       ->type_name("FILE");
+  cmd->add_option("--gpu", o->request.gpu, "GPU sampler for busy, idle gaps, power and energy: " +
+                                                sampler_choices_text(true, true))
+      ->check(one_of("--gpu", sampler_choices(true)))
+      ->default_val("auto")
+      ->type_name("BACKEND");
   cmd->add_option("--job", o->request.job, "The job label on every metric (default: the first rank's command name)")
       ->type_name("NAME");
   cmd->add_flag("-q,--quiet", o->quiet, "No notes and no finding lines on stderr (errors only)");

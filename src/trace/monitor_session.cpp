@@ -15,7 +15,9 @@
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/monitor/evidence_window.hpp"
+#include "gpufeed/gpu/vendor_samplers.hpp"
 #include "gpufeed/monitor/finding_log.hpp"
+#include "gpufeed/monitor/gpu_window.hpp"
 #include "gpufeed/monitor/monitor_metrics.hpp"
 #include "gpufeed/os/process_group.hpp"
 #include "gpufeed/os/stop_signals.hpp"
@@ -62,6 +64,7 @@ class Monitor {
                   "run as root (or with CAP_BPF and CAP_PERFMON)");
     }
     open_jsonl();
+    open_gpu();
     tracer_ = std::make_unique<BpfTracer>(TracerSettings{req_.slow_call_ms, 0.5, true});
     os::StopOnSignal signals;
     start_ns_ = monotonic_ns();
@@ -173,6 +176,41 @@ class Monitor {
     }
   }
 
+  // GPU readings where a sampler opens; without one, monitor goes on with
+  // the loader's side and says why once.
+  void open_gpu() {
+    if (req_.gpu == "none") return;
+    GpuOpenResult r = open_gpu_sampler(req_.gpu);
+    if (!r.sampler) {
+      if (!io_.quiet) io_.err << "gpufeed: note: no GPU metrics: " << r.unavailable << "\n";
+      return;
+    }
+    gpu_sampler_ = std::move(r.sampler);
+    // Room for the window at the interval, bounded whatever the settings.
+    const auto per_window = static_cast<std::size_t>(req_.window_s / std::max(req_.interval_s, 0.001)) + 2;
+    gpu_window_ = std::make_unique<GpuWindow>(gpu_sampler_->backend(), gpu_sampler_->devices(),
+                                              GpuWindowSettings{req_.window_s, std::clamp<std::size_t>(per_window, 64, 4096)});
+  }
+
+  void sample_gpu(double t) {
+    if (!gpu_sampler_) return;
+    gpu_window_->add(gpu_sampler_->sample(t));
+    for (const GpuDevice& d : gpu_window_->devices()) gpu_window_->add_buffered(gpu_sampler_->buffered_busy(d.index, t));
+  }
+
+  // The GPUs the job uses, from the vendor's process list; all when it names none.
+  void find_job_gpus() {
+    job_gpus_.clear();
+    for (const GpuDevice& d : gpu_window_->devices()) {
+      for (const auto& p : gpu_sampler_->processes(d.index)) {
+        if (live_.count(p.pid)) {
+          job_gpus_.push_back(d.index);
+          break;
+        }
+      }
+    }
+  }
+
   std::ostream* jsonl() {
     if (jsonl_file_) return jsonl_file_.get();
     return req_.jsonl_path == "-" ? &io_.out : nullptr;
@@ -182,10 +220,13 @@ class Monitor {
 
   void follow(int pid, int rank, bool worker, bool born_now) {
     if (live_.count(pid)) return;
+    const auto st = proc_.pid_stat(pid);
+    // A worker whose fork is read after it exited: nothing to follow, and an
+    // entry for it would outlive it in the kernel's process map.
+    if (born_now && worker && (!st || st->state == 'Z' || st->state == 'X')) return;
     Live& l = live_[pid];
     l.rank = rank;
     l.worker = worker;
-    const auto st = proc_.pid_stat(pid);
     l.base_ticks = born_now || !st ? 0 : st->utime + st->stime;
     window_.track(pid, st ? st->ppid : 0, rank, worker, st ? st->comm : "", now_s(), born_now);
     tracer_->add_process(pid, worker, rank);
@@ -215,6 +256,9 @@ class Monitor {
     switch (ev.type) {
       case TraceEventType::SlowCall: {
         SlowCall c = resolver_.slow_call(ev, t);
+        // A call reported after its process left: resolved, but its mount
+        // table is not kept (nothing would ever drop it again).
+        if (!live_.count(ev.tgid)) resolver_.forget(ev.tgid);
         totals_.add_slow_call(c);
         window_.add_slow_call(std::move(c));
         break;
@@ -262,11 +306,18 @@ class Monitor {
     for (int pid : dead) gone(pid, t, std::nullopt);
     cumulative_ = w.syscalls;
     window_.add_tick(std::move(w));
+    sample_gpu(t);
   }
 
   void publish(double t, bool evaluate) {
     const WindowHost host{static_cast<int>(main_pids_.size()), true, "", req_.slow_call_ms, usable_cpus_, cpus_};
-    const Evidence e = window_.evidence(host);
+    Evidence e = window_.evidence(host);
+    if (gpu_window_) {
+      if (evaluate) find_job_gpus();
+      e.gpu = gpu_window_->evidence(t, job_gpus_, job_gpus_.empty() ? "all GPUs (the job's GPUs are not known)"
+                                                                    : "GPU process list");
+      e.gpu_measured = !e.gpu->samples.empty() || !e.gpu->buffered.empty();
+    }
     if (evaluate) {
       for (const auto& c : log_.update(evaluate_rules(e, req_.thresholds), t)) {
         if (c.started) totals_.finding_started(c.id);
@@ -283,6 +334,7 @@ class Monitor {
     v.active = &log_.active();
     v.totals = &totals_;
     v.worker_states = worker_states_;
+    v.gpu = gpu_window_.get();
     v.events_dropped = counters.events_dropped + counters.starts_dropped + window_.events_dropped();
     if (server_) server_->publish(prom::exposition(monitor_families(v, labels_)));
     if (std::ostream* out = jsonl()) *out << monitor_record(v, labels_).dump() << "\n" << std::flush;
@@ -315,6 +367,9 @@ class Monitor {
   std::unique_ptr<MetricsServer> server_;
   std::unique_ptr<std::ofstream> jsonl_file_;
   std::unique_ptr<BpfTracer> tracer_;
+  std::unique_ptr<GpuSampler> gpu_sampler_;
+  std::unique_ptr<GpuWindow> gpu_window_;
+  std::vector<int> job_gpus_;
   std::uint64_t start_ns_ = 0;
   std::vector<int> main_pids_;
   std::map<int, Live> live_;

@@ -21,6 +21,7 @@
 
 #include "support/child_process.hpp"
 #include "support/python_fixtures.hpp"
+#include "support/scoped_env.hpp"
 #include "support/latencyfs_mount.hpp"
 #include "support/temp_dir.hpp"
 
@@ -126,6 +127,42 @@ TEST_F(Monitor, ALaunchedCommandThatExitsEndsMonitorWithItsExitCode) {
   int samples = 0;
   for (std::string line; std::getline(in, line);) samples += json::parse(line)["type"] == "sample";
   EXPECT_GE(samples, 5) << "one record per 0.1 s interval";
+  expect_detached();
+}
+
+// The real NVML sampler, through dlopen() of the fake libnvidia-ml
+// (tests/fixtures/fake_nvml), feeds monitor's GPU gauges and energy counter.
+TEST_F(Monitor, GpuBusyPowerAndEnergyComeFromTheSampler) {
+  const auto script = dir_ / "nvml.script";
+  std::ofstream(script) << "init ok\ndevices 1\n"
+                           "device 0 name=NVIDIA H200 bus=00000000:41:00.0 mem_total=150000000000 power_mw=250000\n"
+                           "busy 0 30 30 70 70 0\n";
+  const std::string lib = std::string(GPUFEED_FAKE_NVML_DIR) + "/libnvidia-ml.so.1";
+  testing::ScopedEnv nvml("GPUFEED_NVML_LIBRARY", lib.c_str());
+  testing::ScopedEnv fake("GPUFEED_FAKE_NVML", script.string().c_str());
+  const auto jsonl = dir_ / "m.jsonl";
+  ChildProcess job(sleeper_job(), dir_ / "job.out");
+  auto g = gpufeed({"monitor", "--pid", std::to_string(job.pid()), "--gpu", "nvml", "--no-listen", "--jsonl",
+                    jsonl.string(), "--interval", "0.1", "--window", "5", "--duration", "3"});
+  auto code = g->wait(30);
+  ASSERT_TRUE(code) << "monitor did not stop after --duration";
+  EXPECT_EQ(*code, 0) << output();
+  std::ifstream in(jsonl);
+  json last;
+  for (std::string line; std::getline(in, line);) {
+    json rec = json::parse(line);
+    if (rec["type"] == "sample") last = rec;
+  }
+  ASSERT_TRUE(last.contains("gpus")) << "no GPU figures in " << last.dump();
+  const json& gpu = last["gpus"][0];
+  EXPECT_EQ(gpu["bus_id"], "0000:41:00.0");
+  // The script cycles 30, 30, 70, 70, 0: a mean of 40% over whole cycles.
+  EXPECT_NEAR(gpu["busy_ratio"].get<double>(), 0.40, 0.05) << gpu.dump();
+  EXPECT_DOUBLE_EQ(gpu["power_w"].get<double>(), 250) << gpu.dump();
+  // 250 W for the ~3 s monitor sampled.
+  EXPECT_NEAR(gpu["energy_j_total"].get<double>(), 250 * 3.0, 250 * 0.5) << gpu.dump();
+  std::cout << "[ measured ] fake NVML through monitor: busy " << gpu["busy_ratio"] << ", " << gpu["power_w"]
+            << " W, " << gpu["energy_j_total"] << " J over 3 s\n";
   expect_detached();
 }
 

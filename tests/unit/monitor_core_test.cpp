@@ -9,6 +9,7 @@
 #include "syscall_nrs.h"
 #include "gpufeed/monitor/evidence_window.hpp"
 #include "gpufeed/monitor/finding_log.hpp"
+#include "gpufeed/monitor/gpu_window.hpp"
 #include "gpufeed/monitor/monitor_metrics.hpp"
 #include "gpufeed/monitor/prometheus_text.hpp"
 
@@ -257,6 +258,60 @@ TEST(MonitorMetrics, ExportsTheWindowWithLabelsAndEveryFindingId) {
   EXPECT_DOUBLE_EQ(rec["ranks"][0]["data_wait_ratio"].get<double>(), 0.5);
   EXPECT_EQ(rec["ranks"][0]["workers"], 2);
   EXPECT_EQ(rec["findings_active"][0], "loop.starved");
+}
+
+GpuSample reading(double t, int device, double busy, double power) {
+  GpuSample s;
+  s.t_s = t;
+  s.device = device;
+  s.busy_pct = busy;
+  s.power_w = power;
+  return s;
+}
+
+TEST(GpuWindow, KeepsTheWindowBoundedAndIntegratesEnergySinceAttach) {
+  GpuWindow w("fake", {GpuDevice{0, "NVIDIA", "H200", "0000:41:00.0", {}}}, GpuWindowSettings{10, 50});
+  for (int i = 0; i <= 1000; ++i) w.add({reading(0.1 * i, 0, i % 2 ? 100 : 0, 200)});
+  EXPECT_LE(w.samples_held(), 50U) << "the ring is capped";
+  EXPECT_NEAR(w.totals().at(0).energy_j, 200.0 * 100, 1e-6) << "200 W for 100 s";
+  const GpuEvidence g = w.evidence(100, {0}, "GPU process list");
+  ASSERT_FALSE(g.samples.empty());
+  EXPECT_GE(g.samples.front().t_s, 0);
+  EXPECT_LE(g.samples.back().t_s, 10.0 + 1e-9) << "re-timed from the window's start";
+  const auto a = w.activity(100).at(0).activity;
+  ASSERT_TRUE(a.busy_fraction);
+  EXPECT_NEAR(*a.busy_fraction, 0.5, 0.03);
+  ASSERT_TRUE(a.mean_power_w);
+  EXPECT_DOUBLE_EQ(*a.mean_power_w, 200);
+}
+
+TEST(GpuWindow, SamplesOlderThanTheWindowLeaveAndRepeatedBufferedOnesAreDropped) {
+  GpuWindow w("fake", {GpuDevice{0, "NVIDIA", "", "", {}}}, GpuWindowSettings{5, 4096});
+  for (int i = 0; i < 100; ++i) w.add({reading(i, 0, 50, 100)});
+  EXPECT_EQ(w.samples_held(), 6U) << "t = 94..99 are inside 5 s";
+  w.add_buffered({reading(98.5, 0, 10, 0), reading(99.0, 0, 20, 0)});
+  w.add_buffered({reading(99.0, 0, 20, 0)});
+  EXPECT_EQ(w.evidence(99, {}, "").buffered.size(), 2U);
+}
+
+TEST(MonitorMetrics, ExportsGpuBusyPowerAndEnergyPerDevice) {
+  GpuWindow w("fake", {GpuDevice{0, "NVIDIA", "H200", "0000:41:00.0", {}}}, GpuWindowSettings{10, 100});
+  for (int i = 0; i <= 20; ++i) w.add({reading(0.5 * i, 0, 40, 300)});
+  Evidence e;
+  e.window_s = 10;
+  MonitorView v;
+  v.window = &e;
+  v.window_s = 10;
+  v.uptime_s = 10;
+  v.gpu = &w;
+  const std::string text = prom::exposition(monitor_families(v, MonitorLabels{"train", "n"}));
+  EXPECT_TRUE(contains(text, "gpufeed_gpu_busy_ratio{job=\"train\",node=\"n\",gpu=\"0\",bus_id=\"0000:41:00.0\"} 0.4\n"))
+      << text;
+  EXPECT_TRUE(contains(text, "gpufeed_gpu_power_watts{job=\"train\",node=\"n\",gpu=\"0\",bus_id=\"0000:41:00.0\"} 300\n"));
+  EXPECT_TRUE(contains(text, "gpufeed_gpu_energy_joules_total{job=\"train\",node=\"n\",gpu=\"0\",bus_id=\"0000:41:00.0\"} 3000\n"));
+  const Json rec = monitor_record(v, MonitorLabels{"train", "n"});
+  EXPECT_DOUBLE_EQ(rec["gpus"][0]["busy_ratio"].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(rec["gpus"][0]["energy_j_total"].get<double>(), 3000);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "gpufeed/diagnose/findings.hpp"
 #include "gpufeed/document.hpp"
 #include "gpufeed/monitor/finding_log.hpp"
+#include "gpufeed/monitor/gpu_window.hpp"
 #include "gpufeed/monitor/prometheus_text.hpp"
 
 namespace gpufeed {
@@ -79,6 +80,7 @@ struct MonitorView {
   const MonitorTotals* totals = nullptr;
   std::map<int, std::map<char, int>> worker_states;  // rank -> state -> live workers, now
   std::uint64_t events_dropped = 0;
+  const GpuWindow* gpu = nullptr;       // null: no GPU sampler
 };
 
 // Per rank, over the window: the share of the loop's time (from its first

@@ -28,6 +28,7 @@ struct MonitorRequest {
   std::optional<ListenAddress> listen = ListenAddress{};  // nullopt: no HTTP endpoint
   std::string jsonl_path;            // "-": stdout; empty: none
   std::string job;                   // the job label; empty: the first rank's command name
+  std::string gpu = "auto";          // --gpu auto|nvml|rocm-smi|none
   RuleThresholds thresholds;
 };
 

@@ -286,6 +286,30 @@ std::vector<Family> monitor_families(const MonitorView& v, const MonitorLabels& 
   mem.samples.push_back({with(labels), static_cast<double>(h.mem_available_bytes)});
   out.push_back(std::move(mem));
 
+  if (v.gpu) {
+    const auto act = v.gpu->activity(v.uptime_s);
+    Family busy_g = family("gpufeed_gpu_busy_ratio",
+                           "Mean GPU busy share (the vendor's utilization), over the window", Type::Gauge);
+    Family gap = family("gpufeed_gpu_idle_gap_seconds", "Mean idle gap between busy stretches, over the window",
+                        Type::Gauge);
+    Family power = family("gpufeed_gpu_power_watts", "Mean GPU power draw, over the window", Type::Gauge);
+    Family energy = family("gpufeed_gpu_energy_joules_total", "GPU energy since gpufeed monitor attached",
+                           Type::Counter);
+    for (const GpuDevice& d : v.gpu->devices()) {
+      const Labels l = with(labels, {{"gpu", std::to_string(d.index)}, {"bus_id", d.bus_id}});
+      const auto a = act.find(d.index);
+      if (a != act.end()) {
+        const GpuActivity& ga = a->second.activity;
+        if (ga.busy_fraction) busy_g.samples.push_back({l, *ga.busy_fraction});
+        if (ga.mean_idle_gap_s) gap.samples.push_back({l, *ga.mean_idle_gap_s});
+        if (ga.mean_power_w) power.samples.push_back({l, *ga.mean_power_w});
+      }
+      const auto t = v.gpu->totals().find(d.index);
+      if (t != v.gpu->totals().end() && t->second.last_power_w) energy.samples.push_back({l, t->second.energy_j});
+    }
+    for (Family* f : {&busy_g, &gap, &power, &energy}) out.push_back(std::move(*f));
+  }
+
   Family active = family("gpufeed_finding_active",
                          "1 while a diagnose finding holds on the window (docs/findings.md has each id's advice)", Type::Gauge);
   for (const auto& id : finding_ids()) {
@@ -366,6 +390,25 @@ Json monitor_record(const MonitorView& v, const MonitorLabels& labels) {
     for (const auto& [id, a] : *v.active) act.push_back(id);
   }
   j["findings_active"] = std::move(act);
+  if (v.gpu) {
+    Json gpus = Json::array();
+    const auto activity = v.gpu->activity(v.uptime_s);
+    for (const GpuDevice& d : v.gpu->devices()) {
+      Json g = {{"gpu", d.index}, {"bus_id", d.bus_id}, {"busy_ratio", nullptr}, {"mean_idle_gap_s", nullptr},
+                {"power_w", nullptr}, {"energy_j_total", nullptr}};
+      if (auto a = activity.find(d.index); a != activity.end()) {
+        const GpuActivity& ga = a->second.activity;
+        if (ga.busy_fraction) g["busy_ratio"] = *ga.busy_fraction;
+        if (ga.mean_idle_gap_s) g["mean_idle_gap_s"] = *ga.mean_idle_gap_s;
+        if (ga.mean_power_w) g["power_w"] = *ga.mean_power_w;
+      }
+      if (auto t = v.gpu->totals().find(d.index); t != v.gpu->totals().end() && t->second.last_power_w) {
+        g["energy_j_total"] = t->second.energy_j;
+      }
+      gpus.push_back(std::move(g));
+    }
+    j["gpus"] = std::move(gpus);
+  }
   j["events_dropped"] = v.events_dropped;
   return j;
 }
