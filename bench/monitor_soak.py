@@ -9,7 +9,7 @@ JSON Lines go to /dev/null. Monitor's RSS (VmRSS) is read every 5 s;
 the figure is its growth from the end of the first minute to the end.
 
 Run as root from the repository root after scripts/setup.sh:
-  /usr/bin/python3 bench/monitor_soak.py [--minutes 60] [--interval 0.01]
+  /usr/bin/python3 bench/monitor_soak.py [--minutes 60] [--interval 0.01] [--gpufeed PATH]
 """
 import argparse
 import os
@@ -41,6 +41,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=60)
     ap.add_argument("--interval", type=float, default=0.01)
+    ap.add_argument("--gpufeed", default=GPUFEED,
+                    help="the binary to soak (a copy lets the tree rebuild while it runs)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("monitor_soak: run as root (eBPF)")
@@ -55,7 +57,7 @@ def main():
                                 "--workers", "2", "--batch-size", "8", "--step-ms", "20", "--stat",
                                 "--duration", str(seconds + 120), "--report-every", "100000"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        monitor = subprocess.Popen([GPUFEED, "monitor", "--pid", str(job.pid), "--interval", str(args.interval),
+        monitor = subprocess.Popen([args.gpufeed, "monitor", "--pid", str(job.pid), "--interval", str(args.interval),
                                     "--listen", "127.0.0.1:0", "--jsonl", os.devnull],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         lines = []

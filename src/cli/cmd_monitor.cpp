@@ -50,9 +50,19 @@ Command add_monitor_command(CLI::App& app) {
       "monitor",
       "Watch a running training job and its DataLoader workers until it ends: data wait, workers, slow calls per "
       "mount, CPU pressure and diagnose's findings, as Prometheus metrics and JSON Lines");
-  cmd->add_option("--pid", o->request.pids, "Watch this running process (repeat: one per rank)")
+  CLI::Option* pid = cmd->add_option("--pid", o->request.pids, "Watch this running process (repeat: one per rank)")
       ->check(whole_in("--pid", {1, 4194304, "a process id", false, "4242"}))
       ->type_name("PID");
+  cmd->add_option("--comm", o->request.comm,
+                  "Follow every process with this command name (as 'ps -o comm' shows it), found again each second: "
+                  "a job that restarts is followed again")
+      ->type_name("NAME")
+      ->excludes(pid);
+  cmd->add_option("--cgroup", o->request.cgroup,
+                  "Follow the processes in this cgroup directory (relative: under /sys/fs/cgroup), found again each "
+                  "second; with --comm, only those with that name")
+      ->type_name("DIR")
+      ->excludes(pid);
   cmd->add_flag("--force", o->force, "Watch --pid 1 (init) too: that follows every process of the system");
   cmd->add_option("--interval", o->request.interval_s, "Seconds between metric updates")
       ->check(real_in("--interval", {0.01, 3600, "seconds", false, "1"}))
@@ -83,6 +93,10 @@ Command add_monitor_command(CLI::App& app) {
       ->check(one_of("--gpu", sampler_choices(true)))
       ->default_val("auto")
       ->type_name("BACKEND");
+  cmd->add_option("--batch-size", o->request.batch_size,
+                  "Samples per batch: with GPU power, monitor exports samples per joule")
+      ->check(whole_in("--batch-size", {1, 1048576, "samples", false, "64"}))
+      ->type_name("N");
   cmd->add_option("--job", o->request.job, "The job label on every metric (default: the first rank's command name)")
       ->type_name("NAME");
   cmd->add_flag("-q,--quiet", o->quiet, "No notes and no finding lines on stderr (errors only)");
@@ -90,13 +104,15 @@ Command add_monitor_command(CLI::App& app) {
   cmd->footer(
       "Give --pid (one per rank) to watch a running job, or '-- CMD ARGS...' to launch one; monitor runs until the\n"
       "job ends (exit 0, or the command's exit code), --duration passes, or SIGINT/SIGTERM (exit 0), and the\n"
-      "job is never signalled. DataLoader workers re-forked each epoch are followed. Needs root or\n"
+      "job is never signalled. With --comm and/or --cgroup it follows a job that restarts: each matching process\n"
+      "under no followed one is a rank, and monitor runs on after the job ends, until --duration or a signal. DataLoader workers re-forked each epoch are followed. Needs root or\n"
       "CAP_BPF+CAP_PERFMON (eBPF). Findings are diagnose's, on the window; a start or stop is logged once.\n"
       "Alert rules for these metrics: profiles/prometheus/gpufeed-rules.yml (docs/monitor.md).\n\n"
       "Examples:\n"
       "  gpufeed monitor --pid $(pgrep -f train.py | head -1)                 # scrape http://127.0.0.1:9464/metrics\n"
       "  gpufeed monitor --no-listen --jsonl feed.jsonl -- python train.py\n"
-      "  gpufeed monitor --pid 4242 --pid 4243 --listen :9464 --job resnet50   # two ranks, all interfaces");
+      "  gpufeed monitor --pid 4242 --pid 4243 --listen :9464 --job resnet50   # two ranks, all interfaces\n"
+      "  gpufeed monitor --cgroup system.slice/train.service --comm python3    # the unit's trainer, across restarts");
   return {cmd, [o](Context& ctx) { return run_monitor(*o, ctx); }};
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,7 @@
 #include "gpufeed/gpu/vendor_samplers.hpp"
 #include "gpufeed/monitor/finding_log.hpp"
 #include "gpufeed/monitor/gpu_window.hpp"
+#include "gpufeed/monitor/job_follow.hpp"
 #include "gpufeed/monitor/monitor_metrics.hpp"
 #include "gpufeed/os/process_group.hpp"
 #include "gpufeed/os/stop_signals.hpp"
@@ -69,7 +71,10 @@ class Monitor {
     os::StopOnSignal signals;
     start_ns_ = monotonic_ns();
     std::unique_ptr<Launch> launch;
-    if (!req_.command.empty()) {
+    if (following()) {
+      rescan();
+      if (labels_.job.empty()) labels_.job = !req_.comm.empty() ? req_.comm : base_name(cgroup_dir_);
+    } else if (!req_.command.empty()) {
       launch = std::make_unique<Launch>(req_.command);
       follow(launch->pid(), 0, false, true);
       launch->release();
@@ -86,7 +91,7 @@ class Monitor {
     }
     labels_.node = host_name();
     if (!req_.job.empty()) labels_.job = req_.job;
-    cpus_ = proc_.allowed_cpus(main_pids_.front()).value_or(view.allowed_cpus);
+    cpus_ = main_pids_.empty() ? view.allowed_cpus : proc_.allowed_cpus(main_pids_.front()).value_or(view.allowed_cpus);
     usable_cpus_ = cpus_.empty() ? view.usable_cpus() : static_cast<int>(cpus_.size());
     announce();
 
@@ -107,12 +112,16 @@ class Monitor {
         int status = 0;
         if (waitpid(launch->pid(), &status, WNOHANG) == launch->pid()) outcome.command_status = os::exit_code_of(status);
       }
-      if (targets_gone(outcome)) {
+      if (!following() && targets_gone(outcome)) {
         outcome.end_reason = "target exited";
         break;
       }
       if (now >= next) {
         const double t = seconds(now);
+        if (following() && t >= next_scan_s_) {
+          rescan();
+          next_scan_s_ = t + 1;
+        }
         tick(t);
         publish(t, t >= next_eval_s);
         if (t >= next_eval_s) next_eval_s = t + std::max(1.0, req_.interval_s);
@@ -153,10 +162,21 @@ class Monitor {
     return slash == std::string::npos ? path : path.substr(slash + 1);
   }
 
-  void validate() const {
-    if (req_.pids.empty() == req_.command.empty()) {
-      throw usage_error("give either --pid PID (one per rank) or -- CMD ARGS...",
-                        "e.g. gpufeed monitor --pid 4242, or gpufeed monitor -- python train.py");
+  bool following() const { return !req_.comm.empty() || !req_.cgroup.empty(); }
+
+  void validate() {
+    const int ways = !req_.pids.empty() + !req_.command.empty() + following();
+    if (ways != 1) {
+      throw usage_error("give one of --pid PID (one per rank), --comm NAME / --cgroup DIR, or -- CMD ARGS...",
+                        "e.g. gpufeed monitor --pid 4242, gpufeed monitor --comm python3, or gpufeed monitor -- python train.py");
+    }
+    if (req_.comm.size() > 15) {
+      throw usage_error(fmt::format("--comm {} is longer than the kernel's 15-character command name", req_.comm),
+                        fmt::format("give the name as 'ps -o comm' shows it, e.g. {}", req_.comm.substr(0, 15)));
+    }
+    if (!req_.cgroup.empty()) {
+      cgroup_dir_ = req_.cgroup.front() == '/' ? req_.cgroup : "/sys/fs/cgroup/" + req_.cgroup;
+      while (cgroup_dir_.size() > 1 && cgroup_dir_.back() == '/') cgroup_dir_.pop_back();
     }
     std::set<int> seen;
     for (int pid : req_.pids) {
@@ -191,6 +211,61 @@ class Monitor {
     gpu_window_ = std::make_unique<GpuWindow>(gpu_sampler_->backend(), gpu_sampler_->devices(),
                                               GpuWindowSettings{req_.window_s, std::clamp<std::size_t>(per_window, 64, 4096)});
   }
+
+  std::set<int> cgroup_members() const {
+    std::set<int> out;
+    // A cgroup that is gone (its unit stopped) has no members until it is back.
+    if (auto text = proc_.read(cgroup_dir_ + "/cgroup.procs")) {
+      std::istringstream in(*text);
+      for (int pid = 0; in >> pid;) out.insert(pid);
+    }
+    return out;
+  }
+
+  // Follow mode: finds the matching processes nothing follows yet. Each
+  // one under no followed process is a new rank's main process (with its
+  // children as workers); one under a followed process is a worker of its rank.
+  void rescan() {
+    std::optional<std::set<int>> members;
+    if (!cgroup_dir_.empty()) members = cgroup_members();
+    std::vector<ProcEntry> table;
+    std::set<int> matched;
+    for (const PidStat& s : proc_.processes()) {
+      table.push_back({s.pid, s.ppid});
+      if (s.kernel_thread() || s.state == 'Z' || s.state == 'X') continue;
+      if (!req_.comm.empty() && s.comm != req_.comm) continue;
+      if (members && !members->count(s.pid)) continue;
+      matched.insert(s.pid);
+    }
+    std::set<int> followed;
+    for (const auto& entry : live_) followed.insert(entry.first);
+    for (const NewProcess& n : new_job_processes(table, matched, followed, getpid())) {
+      if (live_.count(n.pid)) continue;  // followed already, as the child of an earlier one
+      if (auto up = live_.find(n.under); n.under && up != live_.end()) {
+        follow(n.pid, up->second.rank, true, false);
+        continue;
+      }
+      const int rank = free_rank(held_ranks_);
+      held_ranks_.insert(rank);
+      main_rank_[n.pid] = rank;
+      main_pids_.push_back(n.pid);
+      rank_count_ = std::max(rank_count_, rank + 1);
+      follow(n.pid, rank, false, false);
+      for (int child : proc_.children_of(n.pid)) follow(child, rank, true, false);
+      if (!io_.quiet && announced_) {
+        io_.err << fmt::format("gpufeed: following pid {} as rank {} ({})\n", n.pid, rank, match_text()) << std::flush;
+      }
+    }
+  }
+
+  std::string match_text() const {
+    std::string m;
+    if (!req_.comm.empty()) m = "command name " + req_.comm;
+    if (!cgroup_dir_.empty()) m += (m.empty() ? "" : " in ") + std::string("cgroup ") + cgroup_dir_;
+    return m;
+  }
+
+  int ranks() const { return following() ? std::max(1, rank_count_) : static_cast<int>(main_pids_.size()); }
 
   void sample_gpu(double t) {
     if (!gpu_sampler_) return;
@@ -242,6 +317,13 @@ class Monitor {
     if (it->second.worker) totals_.worker_gone(pid);
     resolver_.forget(pid);
     live_.erase(it);
+    if (auto m = main_rank_.find(pid); m != main_rank_.end()) {
+      // Follow mode: the rank waits for the job's next start.
+      held_ranks_.erase(m->second);
+      main_pids_.erase(std::remove(main_pids_.begin(), main_pids_.end(), pid), main_pids_.end());
+      if (!io_.quiet) io_.err << fmt::format("gpufeed: rank {} (pid {}) exited; watching for the next match\n", m->second, pid) << std::flush;
+      main_rank_.erase(m);
+    }
   }
 
   bool targets_gone(const MonitorOutcome& outcome) {
@@ -310,7 +392,7 @@ class Monitor {
   }
 
   void publish(double t, bool evaluate) {
-    const WindowHost host{static_cast<int>(main_pids_.size()), true, "", req_.slow_call_ms, usable_cpus_, cpus_};
+    const WindowHost host{ranks(), true, "", req_.slow_call_ms, usable_cpus_, cpus_};
     Evidence e = window_.evidence(host);
     if (gpu_window_) {
       if (evaluate) find_job_gpus();
@@ -328,13 +410,15 @@ class Monitor {
     MonitorView v;
     v.uptime_s = t;
     v.window_s = e.window_s;
-    v.ranks = static_cast<int>(main_pids_.size());
+    v.ranks = ranks();
     v.window = &e;
     v.cumulative = &cumulative_;
     v.active = &log_.active();
     v.totals = &totals_;
     v.worker_states = worker_states_;
     v.gpu = gpu_window_.get();
+    v.job_gpus = job_gpus_;
+    v.batch_size = req_.batch_size;
     v.events_dropped = counters.events_dropped + counters.starts_dropped + window_.events_dropped();
     if (server_) server_->publish(prom::exposition(monitor_families(v, labels_)));
     if (std::ostream* out = jsonl()) *out << monitor_record(v, labels_).dump() << "\n" << std::flush;
@@ -347,9 +431,18 @@ class Monitor {
 
   // Says what is watched once tracing runs: a script can wait for this line.
   void announce() {
+    announced_ = true;
     if (io_.quiet) return;
     std::string pids;
     for (int p : main_pids_) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+    if (following()) {
+      io_.err << fmt::format("gpufeed: monitoring every process with {} (now: {}) and its workers every {:g} s "
+                             "(window {:g} s){}; Ctrl-C stops\n",
+                             match_text(), pids.empty() ? "none yet" : "pid " + pids, req_.interval_s, req_.window_s,
+                             server_ ? "; metrics at " + server_->url() : "")
+              << std::flush;
+      return;
+    }
     io_.err << fmt::format("gpufeed: monitoring pid{} {} and {} every {:g} s (window {:g} s){}; Ctrl-C stops\n",
                            main_pids_.size() > 1 ? "s" : "", pids, main_pids_.size() > 1 ? "their workers" : "its workers",
                            req_.interval_s, req_.window_s, server_ ? "; metrics at " + server_->url() : "")
@@ -372,6 +465,13 @@ class Monitor {
   std::vector<int> job_gpus_;
   std::uint64_t start_ns_ = 0;
   std::vector<int> main_pids_;
+  // Follow mode: the live main processes' ranks, and how many ranks have been used.
+  std::map<int, int> main_rank_;
+  std::set<int> held_ranks_;
+  int rank_count_ = 0;
+  std::string cgroup_dir_;
+  double next_scan_s_ = 1;
+  bool announced_ = false;
   std::map<int, Live> live_;
   std::map<int, std::map<char, int>> worker_states_;
   std::vector<SyscallStat> cumulative_;

@@ -49,12 +49,7 @@ std::string ProcReader::cmdline(int pid) const {
 
 std::vector<int> ProcReader::children_of(int root) const {
   std::map<int, std::vector<int>> kids;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(paths_("/proc"), ec)) {
-    const auto name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (auto s = pid_stat(std::stoi(name))) kids[s->ppid].push_back(s->pid);
-  }
+  for (const PidStat& s : processes()) kids[s.ppid].push_back(s.pid);
   std::vector<int> out, todo{root};
   while (!todo.empty()) {
     int p = todo.back();
@@ -63,6 +58,17 @@ std::vector<int> ProcReader::children_of(int root) const {
       out.push_back(c);
       todo.push_back(c);
     }
+  }
+  return out;
+}
+
+std::vector<PidStat> ProcReader::processes() const {
+  std::vector<PidStat> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(paths_("/proc"), ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (auto s = pid_stat(std::stoi(name))) out.push_back(std::move(*s));
   }
   return out;
 }

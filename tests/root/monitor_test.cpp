@@ -11,11 +11,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -39,6 +42,15 @@ using testing::fixture_script;
 
 std::vector<std::string> sleeper_job() {
   return {kPython, "-c", "import os, time\nwhile True:\n    os.stat('/etc/hostname')\n    time.sleep(0.01)\n"};
+}
+
+// A loop that waits on a pipe for a "batch" its child writes every 50 ms,
+// then steps for 20 ms: the waits monitor times as the loop's data waits.
+std::vector<std::string> pipe_loop_job() {
+  return {kPython, "-c",
+          "import os, select, time\nr, w = os.pipe()\nif os.fork() == 0:\n    while True:\n        time.sleep(0.05)\n"
+          "        os.write(w, b'x')\np = select.poll()\np.register(r, select.POLLIN)\nwhile True:\n    p.poll()\n"
+          "    os.read(r, 1)\n    time.sleep(0.02)\n"};
 }
 
 // A port nobody listens on now (the kernel's pick).
@@ -130,6 +142,105 @@ TEST_F(Monitor, ALaunchedCommandThatExitsEndsMonitorWithItsExitCode) {
   expect_detached();
 }
 
+// A job that forks a worker which stats a file for a while (busy: without
+// a pause, so its CPU shows), then exits.
+std::vector<std::string> forking_job(const std::string& exe, double seconds, bool busy = false) {
+  return {exe, "-c",
+          "import os, time\npid = os.fork()\nif pid == 0:\n    t = time.time()\n    while time.time() - t < " +
+              std::to_string(seconds) + ":\n        os.stat('/etc/hostname')\n" +
+              (busy ? "" : "        time.sleep(0.01)\n") + "    os._exit(0)\nos.waitpid(pid, 0)\n"};
+}
+
+// Waits until `text` appears `times` times in monitor's output.
+bool wait_for_output(const std::function<std::string()>& out, const std::string& text, int times, double seconds) {
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < limit) {
+    const std::string o = out();
+    int n = 0;
+    for (auto at = o.find(text); at != std::string::npos; at = o.find(text, at + 1)) ++n;
+    if (n >= times) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// --comm follows a job that restarts: the same command name (a symlink to
+// python named for this test) run twice, one after the other, is followed
+// both times as rank 0, and monitor runs on between and after them.
+TEST_F(Monitor, CommFollowsAJobThatRestartsAndOutlivesIt) {
+  const std::string name = "gfjob" + std::to_string(getpid() % 100000);
+  const auto exe = dir_.path() / name;
+  std::filesystem::create_symlink(kPython, exe);
+  auto g = gpufeed({"monitor", "--comm", name, "--no-listen", "--jsonl", (dir_ / "m.jsonl").string(), "--interval", "0.1"});
+  auto out = [this] { return output(); };
+  ASSERT_TRUE(wait_for_output(out, "gpufeed: monitoring every process with command name " + name + " (now: none yet)", 1, 30))
+      << output();
+  for (int run = 1; run <= 2; ++run) {
+    ChildProcess job(forking_job(exe.string(), 2.5, true), dir_ / "job.out");
+    ASSERT_TRUE(wait_for_output(out, fmt::format("following pid {} as rank 0", job.pid()), 1, 10))
+        << "run " << run << " was not found\n" << output();
+    auto code = job.wait(30);
+    ASSERT_TRUE(code && *code == 0) << "the watched job was harmed";
+    ASSERT_TRUE(wait_for_output(out, "rank 0 (pid " + std::to_string(job.pid()) + ") exited", 1, 10)) << output();
+  }
+  EXPECT_TRUE(g->running()) << "monitor ended with the job in follow mode\n" << output();
+  g->signal(SIGINT);
+  auto code = g->wait(30);
+  ASSERT_TRUE(code) << "monitor hung after the signal";
+  EXPECT_EQ(*code, 0) << output();
+  expect_detached();
+  // The workers were followed too: their CPU (about 2.5 s a run) is in rank 0's total.
+  double worker_cpu = 0;
+  std::ifstream in(dir_ / "m.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line);
+    if (j["type"] != "sample") continue;
+    for (const auto& r : j["ranks"]) worker_cpu = std::max(worker_cpu, r.value("worker_cpu_s_total", 0.0));
+  }
+  EXPECT_GT(worker_cpu, 1.0) << "the forked workers' CPU is missing: were they followed?";
+}
+
+// --cgroup (relative to /sys/fs/cgroup) follows the processes of a cgroup,
+// and only those: a twin of the job outside it is left alone.
+TEST_F(Monitor, CgroupFollowsTheProcessesOfThatCgroupOnly) {
+  std::string hierarchy;
+  for (const char* h : {"pids", "unified", ""}) {
+    const auto base = std::filesystem::path("/sys/fs/cgroup") / h;
+    if (std::filesystem::exists(base / "cgroup.procs") && access(base.c_str(), W_OK) == 0) {
+      hierarchy = h;
+      break;
+    }
+  }
+  if (!std::filesystem::exists("/sys/fs/cgroup/" + hierarchy + "/cgroup.procs")) {
+    GTEST_SKIP() << "no writable cgroup hierarchy under /sys/fs/cgroup";
+  }
+  const std::string rel = (hierarchy.empty() ? "" : hierarchy + "/") + "gpufeed-test-" + std::to_string(getpid());
+  const std::filesystem::path cg = "/sys/fs/cgroup/" + rel;
+  ASSERT_TRUE(std::filesystem::create_directory(cg)) << cg;
+  struct Remove {
+    std::filesystem::path p;
+    ~Remove() { rmdir(p.c_str()); }
+  } remove{cg};
+  ChildProcess outside(forking_job(kPython, 20), dir_ / "outside.out");
+  auto g = gpufeed({"monitor", "--cgroup", rel, "--no-listen", "--jsonl", (dir_ / "m.jsonl").string(), "--interval", "0.1"});
+  auto out = [this] { return output(); };
+  ASSERT_TRUE(wait_for_output(out, "gpufeed: monitoring every process with cgroup " + cg.string(), 1, 30)) << output();
+  std::vector<std::string> inside_cmd = {"/bin/sh", "-c", "echo $$ > " + (cg / "cgroup.procs").string() + " && exec \"$0\" \"$@\""};
+  for (const auto& a : forking_job(kPython, 2.5)) inside_cmd.push_back(a);
+  ChildProcess inside(inside_cmd, dir_ / "inside.out");
+  ASSERT_TRUE(wait_for_output(out, fmt::format("following pid {} as rank 0", inside.pid()), 1, 10)) << output();
+  auto code = inside.wait(30);
+  ASSERT_TRUE(code && *code == 0) << testing::read_file(dir_ / "inside.out");
+  EXPECT_EQ(output().find(fmt::format("pid {} ", outside.pid())), std::string::npos) << "the twin outside the cgroup was followed\n"
+                                                                                     << output();
+  EXPECT_TRUE(outside.running());
+  g->signal(SIGTERM);
+  auto gcode = g->wait(30);
+  ASSERT_TRUE(gcode) << "monitor hung after the signal";
+  EXPECT_EQ(*gcode, 0) << output();
+  expect_detached();
+}
+
 // The real NVML sampler, through dlopen() of the fake libnvidia-ml
 // (tests/fixtures/fake_nvml), feeds monitor's GPU gauges and energy counter.
 TEST_F(Monitor, GpuBusyPowerAndEnergyComeFromTheSampler) {
@@ -141,9 +252,9 @@ TEST_F(Monitor, GpuBusyPowerAndEnergyComeFromTheSampler) {
   testing::ScopedEnv nvml("GPUFEED_NVML_LIBRARY", lib.c_str());
   testing::ScopedEnv fake("GPUFEED_FAKE_NVML", script.string().c_str());
   const auto jsonl = dir_ / "m.jsonl";
-  ChildProcess job(sleeper_job(), dir_ / "job.out");
+  ChildProcess job(pipe_loop_job(), dir_ / "job.out");
   auto g = gpufeed({"monitor", "--pid", std::to_string(job.pid()), "--gpu", "nvml", "--no-listen", "--jsonl",
-                    jsonl.string(), "--interval", "0.1", "--window", "5", "--duration", "3"});
+                    jsonl.string(), "--interval", "0.1", "--window", "5", "--duration", "3", "--batch-size", "16"});
   auto code = g->wait(30);
   ASSERT_TRUE(code) << "monitor did not stop after --duration";
   EXPECT_EQ(*code, 0) << output();
@@ -161,8 +272,15 @@ TEST_F(Monitor, GpuBusyPowerAndEnergyComeFromTheSampler) {
   EXPECT_DOUBLE_EQ(gpu["power_w"].get<double>(), 250) << gpu.dump();
   // 250 W for the ~3 s monitor sampled.
   EXPECT_NEAR(gpu["energy_j_total"].get<double>(), 250 * 3.0, 250 * 0.5) << gpu.dump();
+  // Samples per joule: the loop's batches per second x --batch-size over 250 W.
+  ASSERT_TRUE(last["batches_per_s"].is_number()) << "the pipe loop's waits were not timed: " << last.dump();
+  const double bps = last["batches_per_s"].get<double>();
+  EXPECT_NEAR(bps, 1 / 0.05, 4) << "a batch each 50 ms";
+  ASSERT_TRUE(last.contains("samples_per_joule")) << last.dump();
+  EXPECT_NEAR(last["samples_per_joule"].get<double>(), bps * 16 / 250, 1e-9) << last.dump();
   std::cout << "[ measured ] fake NVML through monitor: busy " << gpu["busy_ratio"] << ", " << gpu["power_w"]
-            << " W, " << gpu["energy_j_total"] << " J over 3 s\n";
+            << " W, " << gpu["energy_j_total"] << " J over 3 s; " << bps << " batches/s of 16 = "
+            << last["samples_per_joule"] << " samples/J\n";
   expect_detached();
 }
 

@@ -23,7 +23,17 @@ using testing::run_cli;
 TEST(MonitorCli, NeedsATargetAndAPlaceForTheMetrics) {
   auto r = run_cli({"monitor"});
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("give either --pid PID"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("give one of --pid PID"), std::string::npos) << r.err;
+  r = run_cli({"monitor", "--pid", std::to_string(getpid()), "--comm", "python3"});
+  EXPECT_EQ(r.code, 2) << "a PID and a name are two targets";
+  EXPECT_NE(r.err.find("--pid excludes --comm"), std::string::npos) << r.err;
+  r = run_cli({"monitor", "--comm", "a-name-of-sixteen"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--comm a-name-of-sixteen is longer than the kernel's 15-character command name"), std::string::npos)
+      << r.err;
+  r = run_cli({"monitor", "--comm", "python3", "--batch-size", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--batch-size"), std::string::npos) << r.err;
   r = run_cli({"monitor", "--pid", std::to_string(getpid()), "--no-listen"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--no-listen without --jsonl"), std::string::npos) << r.err;
@@ -66,7 +76,8 @@ TEST(MonitorCli, ATakenPortIsOneClearErrorBeforeTheJobIsTouched) {
 TEST(MonitorCli, HelpTeachesTheEndpointAndTheRules) {
   auto r = run_cli({"monitor", "--help"});
   EXPECT_EQ(r.code, 0);
-  for (const char* part : {"--listen", "--jsonl", "--window", "re-forked", "gpufeed-rules.yml", "Examples:"}) {
+  for (const char* part : {"--listen", "--jsonl", "--window", "re-forked", "--comm", "--cgroup", "restarts", "--batch-size",
+                           "samples per joule", "gpufeed-rules.yml", "Examples:"}) {
     EXPECT_NE(r.out.find(part), std::string::npos) << part;
   }
 }

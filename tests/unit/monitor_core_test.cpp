@@ -314,5 +314,35 @@ TEST(MonitorMetrics, ExportsGpuBusyPowerAndEnergyPerDevice) {
   EXPECT_DOUBLE_EQ(rec["gpus"][0]["energy_j_total"].get<double>(), 3000);
 }
 
+TEST(MonitorMetrics, SamplesPerJouleAreTheLoopsSamplesOverTheJobsGpuPower) {
+  GpuWindow w("fake", {GpuDevice{0, "NVIDIA", "H200", "", {}}, GpuDevice{1, "NVIDIA", "H200", "", {}}},
+              GpuWindowSettings{10, 100});
+  for (int i = 0; i <= 20; ++i) w.add({reading(0.5 * i, 0, 90, 300), reading(0.5 * i, 1, 0, 100)});
+  Evidence e;
+  e.window_s = 10;
+  e.ranks = 1;
+  e.ebpf = true;
+  for (int i = 0; i < 60; ++i) e.waits.push_back({0.1 * i, 10, 1, 0, GF_NR_poll});  // a batch each 100 ms
+  const LoopStep step = loop_step(e);
+  ASSERT_TRUE(step.median_ms);
+  const double samples_per_s = step.steps / step.span_s * 32;
+  EXPECT_NEAR(samples_per_s, 320, 10) << "ten batches of 32 a second";
+  MonitorView v;
+  v.window = &e;
+  v.uptime_s = 10;
+  v.gpu = &w;
+  EXPECT_FALSE(samples_per_joule(v)) << "no batch size: no samples";
+  v.batch_size = 32;
+  ASSERT_TRUE(samples_per_joule(v));
+  EXPECT_NEAR(*samples_per_joule(v), samples_per_s / 400, 1e-9) << "the job's GPUs are not known: all of them count";
+  v.job_gpus = {0};
+  EXPECT_NEAR(*samples_per_joule(v), samples_per_s / 300, 1e-9) << "only the job's GPU";
+  const std::string text = prom::exposition(monitor_families(v, MonitorLabels{"train", "n"}));
+  EXPECT_TRUE(contains(text, "gpufeed_loop_samples_per_joule{job=\"train\",node=\"n\"} ")) << text;
+  EXPECT_NEAR(monitor_record(v, MonitorLabels{"train", "n"})["samples_per_joule"].get<double>(), samples_per_s / 300, 1e-9);
+  v.gpu = nullptr;
+  EXPECT_FALSE(samples_per_joule(v)) << "no GPU sampler: no joules";
+}
+
 }  // namespace
 }  // namespace gpufeed

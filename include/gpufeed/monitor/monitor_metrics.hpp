@@ -81,7 +81,15 @@ struct MonitorView {
   std::map<int, std::map<char, int>> worker_states;  // rank -> state -> live workers, now
   std::uint64_t events_dropped = 0;
   const GpuWindow* gpu = nullptr;       // null: no GPU sampler
+  std::vector<int> job_gpus;            // the job's GPUs (empty: not known, all count)
+  int batch_size = 0;                   // samples per batch (0: not known)
 };
+
+// Samples the loops take per joule of their GPUs' energy, over the window:
+// all ranks' batches per second x the batch size over the mean power of the
+// job's GPUs (all GPUs when the job's are not known). nullopt without a
+// batch size, a loop rate or a power reading.
+std::optional<double> samples_per_joule(const MonitorView& v);
 
 // Per rank, over the window: the share of the loop's time (from its first
 // wait) spent in waits for data.

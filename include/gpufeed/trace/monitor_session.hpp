@@ -5,7 +5,7 @@
 // Each interval it publishes the metrics (Prometheus text on /metrics, a
 // JSON Lines record); each second it evaluates diagnose's findings on the
 // window and logs when one starts or stops. It runs until SIGINT/SIGTERM,
-// --duration, or the job's end; the job is never signalled from here, and
+// --duration, or the job's end (in follow mode, not on the job's end); the job is never signalled from here, and
 // the tracer detaches on every way out.
 #include <optional>
 #include <ostream>
@@ -21,6 +21,12 @@ namespace gpufeed {
 struct MonitorRequest {
   std::vector<int> pids;             // --pid, one per rank
   std::vector<std::string> command;  // -- CMD ARGS...
+  // Follow mode: every process with this command name (/proc/PID/comm)
+  // and/or in this cgroup directory (relative: under /sys/fs/cgroup), found
+  // again each second, so a job that restarts is followed again; runs until
+  // stopped or --duration.
+  std::string comm;
+  std::string cgroup;
   double interval_s = 1;
   double window_s = 30;
   double duration_s = 0;             // 0: until stopped or the job ends
@@ -29,6 +35,7 @@ struct MonitorRequest {
   std::string jsonl_path;            // "-": stdout; empty: none
   std::string job;                   // the job label; empty: the first rank's command name
   std::string gpu = "auto";          // --gpu auto|nvml|rocm-smi|none
+  int batch_size = 0;                // samples per batch, for samples per joule (0: not known)
   RuleThresholds thresholds;
 };
 

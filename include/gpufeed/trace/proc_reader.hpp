@@ -22,6 +22,7 @@ class ProcReader {
   std::optional<PidStat> pid_stat(int pid) const;
   std::string cmdline(int pid) const;            // joined with spaces
   std::vector<int> children_of(int pid) const;   // descendants, from every /proc/N/stat ppid
+  std::vector<PidStat> processes() const;        // every process's /proc/N/stat
   std::optional<CpuList> allowed_cpus(int pid) const;  // Cpus_allowed_list
   std::optional<int> current_syscall(int pid, int tid, std::optional<long>* first_arg = nullptr) const;
   std::string fd_target(int pid, int fd) const;  // readlink of /proc/PID/fd/FD ("pipe:[..]", a path)

@@ -286,6 +286,14 @@ std::vector<Family> monitor_families(const MonitorView& v, const MonitorLabels& 
   mem.samples.push_back({with(labels), static_cast<double>(h.mem_available_bytes)});
   out.push_back(std::move(mem));
 
+  if (auto spj = samples_per_joule(v)) {
+    Family f = family("gpufeed_loop_samples_per_joule",
+                      "Samples the training loops take per joule of their GPUs' energy (all ranks' samples per second "
+                      "over the job's GPU power), over the window",
+                      Type::Gauge);
+    f.samples.push_back({with(labels), *spj});
+    out.push_back(std::move(f));
+  }
   if (v.gpu) {
     const auto act = v.gpu->activity(v.uptime_s);
     Family busy_g = family("gpufeed_gpu_busy_ratio",
@@ -336,6 +344,23 @@ std::vector<Family> monitor_families(const MonitorView& v, const MonitorLabels& 
   dropped.samples.push_back({with(labels), static_cast<double>(v.events_dropped)});
   out.push_back(std::move(dropped));
   return out;
+}
+
+std::optional<double> samples_per_joule(const MonitorView& v) {
+  if (v.batch_size <= 0 || !v.gpu || !v.window) return std::nullopt;
+  const LoopStep step = loop_step(*v.window);
+  if (!step.median_ms || step.span_s <= 0 || step.steps <= 0) return std::nullopt;
+  const double samples_per_s = static_cast<double>(step.steps) / step.span_s * v.batch_size;
+  double watts = 0;
+  bool any = false;
+  for (const auto& [index, a] : v.gpu->activity(v.uptime_s)) {
+    if (!v.job_gpus.empty() && std::find(v.job_gpus.begin(), v.job_gpus.end(), index) == v.job_gpus.end()) continue;
+    if (!a.activity.mean_power_w) continue;
+    watts += *a.activity.mean_power_w;
+    any = true;
+  }
+  if (!any || watts <= 0) return std::nullopt;
+  return samples_per_s / watts;
 }
 
 Json monitor_record(const MonitorView& v, const MonitorLabels& labels) {
@@ -408,6 +433,7 @@ Json monitor_record(const MonitorView& v, const MonitorLabels& labels) {
       gpus.push_back(std::move(g));
     }
     j["gpus"] = std::move(gpus);
+    if (auto spj = samples_per_joule(v)) j["samples_per_joule"] = *spj;
   }
   j["events_dropped"] = v.events_dropped;
   return j;
