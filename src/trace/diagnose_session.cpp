@@ -246,23 +246,9 @@ class Session {
       if (!g.job_devices.empty()) g.job_devices_from = "GPU process list";
     }
     if (g.job_devices.empty()) {
-      const std::string& environ = target_environ_;
-      for (const std::string_view var : visible_devices_vars()) {
-        const std::string key = std::string(var) + "=";
-        size_t pos = 0;
-        while (pos < environ.size()) {
-          const size_t end = environ.find('\0', pos);
-          const std::string entry = environ.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-          if (entry.rfind(key, 0) == 0) {
-            if (auto ids = parse_visible_devices(entry.substr(key.size()))) {
-              g.job_devices = *ids;
-              g.job_devices_from = std::string(var);
-            }
-          }
-          if (end == std::string::npos) break;
-          pos = end + 1;
-        }
-        if (!g.job_devices_from.empty()) break;
+      if (auto visible = visible_devices_in_environ(target_environ_)) {
+        g.job_devices = visible->devices;
+        g.job_devices_from = visible->variable;
       }
     }
     if (g.job_devices_from.empty()) g.job_devices_from = "all GPUs (the job's GPUs are not known)";

@@ -17,6 +17,7 @@
 #include "gpufeed/error.hpp"
 #include "gpufeed/monitor/evidence_window.hpp"
 #include "gpufeed/gpu/vendor_samplers.hpp"
+#include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/monitor/finding_log.hpp"
 #include "gpufeed/monitor/gpu_window.hpp"
 #include "gpufeed/monitor/job_follow.hpp"
@@ -273,9 +274,11 @@ class Monitor {
     for (const GpuDevice& d : gpu_window_->devices()) gpu_window_->add_buffered(gpu_sampler_->buffered_busy(d.index, t));
   }
 
-  // The GPUs the job uses, from the vendor's process list; all when it names none.
+  // The GPUs the job uses: the vendor's process list, else the ranks'
+  // *_VISIBLE_DEVICES, else all of them.
   void find_job_gpus() {
     job_gpus_.clear();
+    job_gpus_from_ = "GPU process list";
     for (const GpuDevice& d : gpu_window_->devices()) {
       for (const auto& p : gpu_sampler_->processes(d.index)) {
         if (live_.count(p.pid)) {
@@ -284,6 +287,16 @@ class Monitor {
         }
       }
     }
+    if (!job_gpus_.empty()) return;
+    std::set<int> visible;
+    for (int pid : main_pids_) {
+      if (auto v = visible_devices_in_environ(proc_.read(fmt::format("/proc/{}/environ", pid)).value_or(""))) {
+        visible.insert(v->devices.begin(), v->devices.end());
+        job_gpus_from_ = v->variable;
+      }
+    }
+    job_gpus_.assign(visible.begin(), visible.end());
+    if (job_gpus_.empty()) job_gpus_from_ = "all GPUs (the job's GPUs are not known)";
   }
 
   std::ostream* jsonl() {
@@ -396,8 +409,7 @@ class Monitor {
     Evidence e = window_.evidence(host);
     if (gpu_window_) {
       if (evaluate) find_job_gpus();
-      e.gpu = gpu_window_->evidence(t, job_gpus_, job_gpus_.empty() ? "all GPUs (the job's GPUs are not known)"
-                                                                    : "GPU process list");
+      e.gpu = gpu_window_->evidence(t, job_gpus_, job_gpus_from_);
       e.gpu_measured = !e.gpu->samples.empty() || !e.gpu->buffered.empty();
     }
     if (evaluate) {
@@ -463,6 +475,7 @@ class Monitor {
   std::unique_ptr<GpuSampler> gpu_sampler_;
   std::unique_ptr<GpuWindow> gpu_window_;
   std::vector<int> job_gpus_;
+  std::string job_gpus_from_;
   std::uint64_t start_ns_ = 0;
   std::vector<int> main_pids_;
   // Follow mode: the live main processes' ranks, and how many ranks have been used.

@@ -52,6 +52,23 @@ TEST(GpuVendors, CudaVisibleDevicesIsReadFirst) {
   EXPECT_EQ(vars.front(), "CUDA_VISIBLE_DEVICES");
 }
 
+TEST(GpuVendors, AJobsVisibleDevicesComeFromItsEnvironment) {
+  using namespace std::string_literals;
+  auto v = visible_devices_in_environ("PATH=/bin\0HIP_VISIBLE_DEVICES=3\0CUDA_VISIBLE_DEVICES=0,2\0"s);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->devices, (std::vector<int>{0, 2})) << "CUDA's variable is read first";
+  EXPECT_EQ(v->variable, "CUDA_VISIBLE_DEVICES");
+  v = visible_devices_in_environ("CUDA_VISIBLE_DEVICES=GPU-8d3c1c2e\0ROCR_VISIBLE_DEVICES=1"s);
+  ASSERT_TRUE(v) << "a UUID says nothing of indices: the next variable tells";
+  EXPECT_EQ(v->devices, std::vector<int>{1});
+  EXPECT_EQ(v->variable, "ROCR_VISIBLE_DEVICES");
+  v = visible_devices_in_environ("CUDA_VISIBLE_DEVICES=1\0CUDA_VISIBLE_DEVICES=0\0"s);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->devices, std::vector<int>{1}) << "the first assignment is getenv()'s";
+  EXPECT_FALSE(visible_devices_in_environ("PATH=/bin\0XCUDA_VISIBLE_DEVICES=1"s));
+  EXPECT_FALSE(visible_devices_in_environ(""));
+}
+
 TEST(GpuVendors, SamplerChoicesReadAsAPhrase) {
   EXPECT_EQ(sampler_choices_text(true), "auto, nvml, rocm-smi or none");
   EXPECT_EQ(sampler_choices_text(false), "auto, nvml or rocm-smi");

@@ -6,6 +6,7 @@
 // sampler that opens each vendor's library is registered in src/gpu
 // (gpufeed/gpu/vendor_samplers.hpp), the device runtime in src/device.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,15 @@ const GpuVendor* vendor_by_runtime(std::string_view runtime_backend);
 
 // Every vendor's visible-devices variables, the first set one wins.
 std::vector<std::string_view> visible_devices_vars();
+
+// The device indices a job picked in its environment (/proc/PID/environ:
+// NUL-separated NAME=VALUE), from the first visible-devices variable that
+// holds indices; `variable` names it. nullopt when none does.
+struct VisibleDevices {
+  std::vector<int> devices;
+  std::string variable;
+};
+std::optional<VisibleDevices> visible_devices_in_environ(std::string_view environ);
 
 // The --gpu values: "auto", each vendor's sampler, then "none" when asked.
 std::vector<std::string> sampler_choices(bool with_none);

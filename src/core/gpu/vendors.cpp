@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gpufeed/gpu/activity.hpp"
 #include "gpufeed/pci_ids.hpp"
 
 namespace gpufeed {
@@ -76,6 +77,23 @@ std::vector<std::string_view> visible_devices_vars() {
   std::vector<std::string_view> out;
   for (const auto& v : gpu_vendors()) out.insert(out.end(), v.visible_devices_vars.begin(), v.visible_devices_vars.end());
   return out;
+}
+
+std::optional<VisibleDevices> visible_devices_in_environ(std::string_view environ) {
+  for (const std::string_view var : visible_devices_vars()) {
+    const std::string key = std::string(var) + "=";
+    // The first assignment of a name is the one getenv() returns.
+    for (std::size_t pos = 0; pos < environ.size();) {
+      const std::size_t end = std::min(environ.find('\0', pos), environ.size());
+      const std::string_view entry = environ.substr(pos, end - pos);
+      if (entry.substr(0, key.size()) == key) {
+        if (auto ids = parse_visible_devices(std::string(entry.substr(key.size())))) return VisibleDevices{*ids, std::string(var)};
+        break;  // set, but to UUIDs or MIG ids: the next vendor's variable may still tell
+      }
+      pos = end + 1;
+    }
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> sampler_choices(bool with_none) {
