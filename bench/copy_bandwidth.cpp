@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gpufeed/loader/device_host.hpp"
+#include "gpufeed/device/device_host.hpp"
 
 namespace {
 

@@ -24,6 +24,7 @@
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader/device_backend.hpp"
+#include "gpufeed/device/open_backend.hpp"
 
 #define CHECK(call)                                                                         \
   do {                                                                                      \

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "gpufeed/loader/cache.hpp"
+#include "gpufeed/cache/cache.hpp"
 #include "gpufeed/units.hpp"
 #include "lru_map.hpp"
 #include "single_flight.hpp"

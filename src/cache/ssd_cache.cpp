@@ -16,7 +16,7 @@
 
 #include "cache_directory.hpp"
 #include "entry_file.hpp"
-#include "gpufeed/loader/cache.hpp"
+#include "gpufeed/cache/cache.hpp"
 #include "gpufeed/units.hpp"
 #include "hashing.hpp"
 #include "lru_map.hpp"

@@ -10,12 +10,13 @@
 
 #include "gpufeed/cpulist.hpp"
 #include "gpufeed/loader/basic_steps.hpp"
-#include "gpufeed/loader/cache.hpp"
-#include "gpufeed/loader/jpeg_transform.hpp"
+#include "gpufeed/cache/cache.hpp"
+#include "gpufeed/decode/jpeg_transform.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/probe/hwloc_topology.hpp"
 #include "gpufeed/probe_report.hpp"
 #include "gpufeed/units.hpp"
+#include "gpufeed/torch_step/torch_loader.hpp"
 
 namespace gpufeed::cli {
 

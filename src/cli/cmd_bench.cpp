@@ -10,11 +10,12 @@
 #include "progress_line.hpp"
 #include "stores.hpp"
 #include "gpufeed/loader/bench_report.hpp"
-#include "gpufeed/loader/cache.hpp"
+#include "gpufeed/cache/cache.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
 #include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
 #include "gpufeed/units.hpp"
+#include "gpufeed/device/open_backend.hpp"
 
 namespace gpufeed::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "gpufeed/loader/local_source.hpp"
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 #include "gpufeed/loader/synthetic_source.hpp"
 #include "option_values.hpp"
 

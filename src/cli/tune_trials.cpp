@@ -10,6 +10,7 @@
 
 #include "gpufeed/loader/basic_steps.hpp"
 #include "gpufeed/loader/os_hooks.hpp"
+#include "gpufeed/device/open_backend.hpp"
 
 namespace gpufeed::cli {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "gpufeed/loader/jpeg_transform.hpp"
+#include "gpufeed/decode/jpeg_transform.hpp"
 
 namespace gpufeed::loader::decode {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "gpufeed/error.hpp"
-#include "gpufeed/loader/jpeg_transform.hpp"
+#include "gpufeed/decode/jpeg_transform.hpp"
 
 namespace gpufeed::loader {
 namespace {

@@ -1,7 +1,7 @@
 // The JPEG transform: TurboJPEG decode at a reduced DCT scale, then crop and
 // resize (2-tap, or antialiased as PIL does) into the batch buffer. A tjhandle is not thread-safe, so
 // each worker thread owns one (thread_local), with its scratch buffer.
-#include "gpufeed/loader/jpeg_transform.hpp"
+#include "gpufeed/decode/jpeg_transform.hpp"
 
 #include <turbojpeg.h>
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "gpufeed/error.hpp"
-#include "gpufeed/loader/device_host.hpp"
+#include "gpufeed/device/device_host.hpp"
 
 namespace gpufeed::loader {
 namespace {

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "gpufeed/loader/device_host.hpp"
+#include "gpufeed/device/device_host.hpp"
 #include "page_locked_memory.hpp"
 
 namespace gpufeed::loader {

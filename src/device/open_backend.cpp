@@ -1,12 +1,14 @@
 // Choosing the device backend: --device auto|cuda|hip|host|cpu.
+#include "gpufeed/device/open_backend.hpp"
+
 #include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/gpu/vendors.hpp"
-#include "gpufeed/loader/device_gpu.hpp"
-#include "gpufeed/loader/device_host.hpp"
+#include "gpufeed/device/device_gpu.hpp"
+#include "gpufeed/device/device_host.hpp"
 #include "stream_backend.hpp"
 
 namespace gpufeed::loader {

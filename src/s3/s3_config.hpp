@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 #include "s3_url.hpp"
 
 namespace gpufeed::loader::s3 {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 #include "s3_client.hpp"
 #include "s3_errors.hpp"
 #include "s3_xml.hpp"

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 
 namespace gpufeed::loader {
 

@@ -2,6 +2,8 @@
 // to it through plugin_abi.h. Nothing here links LibTorch; the plugin pulls
 // it in (hundreds of shared libraries, a third of a second of start-up) only
 // when a model is asked for.
+#include "gpufeed/torch_step/torch_loader.hpp"
+
 #include <unistd.h>
 
 #include <array>

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "gpufeed/error.hpp"
-#include "gpufeed/loader/device_gpu.hpp"
+#include "gpufeed/device/device_gpu.hpp"
 
 namespace gpufeed::loader {
 namespace {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 #include "support/temp_dir.hpp"
 
 namespace gpufeed::testing {

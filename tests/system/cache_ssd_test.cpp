@@ -12,7 +12,7 @@
 
 #include "cache_test_source.hpp"
 #include "entry_file.hpp"
-#include "gpufeed/loader/cache.hpp"
+#include "gpufeed/cache/cache.hpp"
 #include "hashing.hpp"
 #include "support/temp_dir.hpp"
 

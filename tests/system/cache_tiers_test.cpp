@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cache_test_source.hpp"
-#include "gpufeed/loader/cache.hpp"
+#include "gpufeed/cache/cache.hpp"
 #include "support/temp_dir.hpp"
 
 namespace gpufeed::loader {

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpufeed/loader/jpeg_transform.hpp"
+#include "gpufeed/decode/jpeg_transform.hpp"
 #include "gpufeed/loader/sample_source.hpp"
 #include "support/temp_dir.hpp"
 

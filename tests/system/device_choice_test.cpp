@@ -12,7 +12,8 @@
 #include <string>
 
 #include "gpufeed/error.hpp"
-#include "gpufeed/loader/device_gpu.hpp"
+#include "gpufeed/device/device_gpu.hpp"
+#include "gpufeed/device/open_backend.hpp"
 
 #include "support/scoped_env.hpp"
 

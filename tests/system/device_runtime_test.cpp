@@ -21,7 +21,7 @@
 
 #include "fake_gpu_runtime.h"
 #include "gpufeed/error.hpp"
-#include "gpufeed/loader/device_gpu.hpp"
+#include "gpufeed/device/device_gpu.hpp"
 
 namespace gpufeed::loader {
 namespace {

@@ -17,6 +17,7 @@
 #include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/loader/pipeline.hpp"
 #include "gpufeed/loader/storage_table.hpp"
+#include "gpufeed/device/open_backend.hpp"
 #include "support/latencyfs_mount.hpp"
 #include "support/temp_dir.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/s3rver.hpp"
 #include "support/temp_dir.hpp"

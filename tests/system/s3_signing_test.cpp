@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/temp_dir.hpp"
 

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/s3rver.hpp"
 

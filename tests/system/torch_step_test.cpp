@@ -17,6 +17,7 @@
 
 #include "gpufeed/error.hpp"
 #include "gpufeed/loader/step.hpp"
+#include "gpufeed/torch_step/torch_loader.hpp"
 #include "plugin_lookup.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpufeed/loader/device_host.hpp"
+#include "gpufeed/device/device_host.hpp"
 
 namespace gpufeed::loader {
 namespace {

@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "gpufeed/loader/device_host.hpp"
+#include "gpufeed/device/device_host.hpp"
 
 namespace gpufeed::loader {
 namespace {

@@ -3,7 +3,7 @@
 // region, endpoint and addressing style, option limits.
 #include <gtest/gtest.h>
 
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 #include "s3_config.hpp"
 #include "support/temp_dir.hpp"
 

@@ -2,7 +2,7 @@
 // signs must be exactly what is sent), the canonical query and endpoints.
 #include <gtest/gtest.h>
 
-#include "gpufeed/loader/s3_source.hpp"
+#include "gpufeed/s3/s3_source.hpp"
 #include "s3_url.hpp"
 
 namespace gpufeed::loader {
