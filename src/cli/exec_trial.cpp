@@ -11,15 +11,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
 
 #include "gpufeed/os/process_group.hpp"
 #include "gpufeed/stats.hpp"
 #include "gpufeed/trace/job_wait_trace.hpp"
-#include "gpufeed/trace/proc_reader.hpp"
 #include "gpufeed/tune/job_cpu.hpp"
 #include "gpufeed/tune/printed_metric.hpp"
 #include "gpufeed/tune/wait_metric.hpp"
+#include "exec_job.hpp"
 #include "tune_trials.hpp"
 
 namespace gpufeed::cli {
@@ -29,57 +28,9 @@ using tune::has_figure;
 using tune::last_figure;
 using tune::PrintedFigure;
 
-namespace {
-
-// The job and every process it started, with the CPU each has spent, from
-// /proc. Descendants rather than the job's process group: a launcher such
-// as torchrun starts each rank in a session of its own. A process that ends
-// while it is read is left out.
-std::vector<tune::JobProcess> snapshot_job(pid_t job) {
-  static const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
-  const ProcReader proc;
-  std::vector<int> pids = proc.children_of(job);
-  pids.push_back(job);
-  std::vector<tune::JobProcess> out;
-  for (int pid : pids) {
-    if (const auto stat = proc.pid_stat(pid)) {
-      out.push_back({stat->pid, stat->ppid, static_cast<double>(stat->utime + stat->stime) / ticks_per_s});
-    }
-  }
-  return out;
-}
-
-// Stops the job (and closes its output) unless the trial got to do so.
-struct JobGuard {
-  pid_t pid;
-  int fd;
-  JobGuard(pid_t job, int output) : pid(job), fd(output) {}
-  JobGuard(const JobGuard&) = delete;
-  JobGuard& operator=(const JobGuard&) = delete;
-  ~JobGuard() {
-    if (fd >= 0) close(fd);
-    if (pid <= 0) return;
-    int status = 0;
-    os::end_process_group(pid, status, std::chrono::seconds(3));
-  }
-};
-
-}  // namespace
-
-// How long a trial waits for the job's first figure: the first trial (its
-// pacing unknown) up to the first-figure cap; later ones twice the start-up
-// the earlier ones showed (a job that prints once, at its end: 1.5x its
-// run), at least the length's cap. Past its first figure a trial runs until
-// the figures cover the length's steady steps at the job's own rate (and
-// two of its reporting intervals), for at most the length's cap. A job that
-// ends by itself ends its trial.
-double ExecTrialRunner::startup_cap_seconds(const tune::TrialLength& length) const {
-  const double first_cap = std::max(length.max_seconds, setup_.most_seconds);
-  if (!pacing_.figures_seen) return first_cap;
-  const double learned = pacing_.ends_by_itself ? 1.5 * pacing_.run_s : 2 * pacing_.startup_s;
-  return std::min(first_cap, std::max(length.max_seconds, learned));
-}
-
+// Past its first figure a trial runs until the figures cover the length's
+// steady steps at the job's own rate (and two of its reporting intervals),
+// for at most the length's cap. A job that ends by itself ends its trial.
 tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLength& length) {
   tune::Trial trial;
   trial.candidate = c;
@@ -111,54 +62,22 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   bool asked_to_stop = false;
   bool out_of_time = false;  // the trial's time ran out while the job still ran
   int status = 0;
-  const double startup_cap = startup_cap_seconds(length);
+  const double startup_cap = pacing_.startup_cap_s(length.max_seconds, setup_.most_seconds);
   auto deadline = start + std::chrono::duration<double>(startup_cap);
   bool capped = false;  // the steady part was cut at the length's cap
-  // The job's CPU by role: a snapshot of its processes when it first prints
+  // The job's CPU by role: a look at its processes when it first prints
   // its metric (past its start-up: imports, spawning workers), and the
   // latest one, each second (a walk of /proc costs a little CPU), until its
-  // time is up.
+  // time is up; JobCpuTrack says which looks count.
   bool metric_seen = false;
-  std::vector<tune::JobProcess> cpu_first, cpu_last;
-  Clock::time_point cpu_first_at, cpu_last_at, last_figure_at;
+  tune::JobCpuTrack cpu;
+  Clock::time_point last_figure_at, cpu_looked_at;
   std::vector<double> gaps_s;  // between the job's figures
-  // A job that ends by itself stops its workers before it exits: a snapshot
-  // taken then has the loops without their workers, or with a helper child
-  // in their place, and the stopped workers' CPU is lost. The figures keep
-  // the latest snapshot whose loops are the ones the first snapshot found,
-  // each with as many workers.
-  std::vector<std::pair<int, std::size_t>> first_loops;  // pid, workers
-  Clock::time_point cpu_looked_at;
-  auto loop_shape = [](const std::vector<tune::JobProcess>& procs) {
-    std::vector<std::pair<int, std::size_t>> shape;
-    for (const auto& l : tune::job_loops(procs)) shape.emplace_back(l.pid, l.workers.size());
-    return shape;
-  };
-  // The same count is not enough: a helper the loop starts once its workers
-  // stop (a `sleep`, a cleanup child) has their count. A snapshot is kept
-  // only while some worker of the last kept one still runs. A job whose
-  // workers all change at once (a new epoch's) keeps the figures up to the
-  // change: the CPU of the workers that ended is in no later snapshot, so a
-  // figure across the change would undercount it.
-  std::set<int> last_workers;
-  auto workers_of = [](const std::vector<tune::JobProcess>& procs) {
-    std::set<int> out;
-    for (const auto& l : tune::job_loops(procs)) out.insert(l.workers.begin(), l.workers.end());
-    return out;
-  };
+  auto since_start = [&](Clock::time_point t) { return std::chrono::duration<double>(t - start).count(); };
   auto snapshot = [&] {
-    auto now_procs = snapshot_job(pid);
+    auto procs = snapshot_job(pid);
     cpu_looked_at = Clock::now();
-    auto now_workers = workers_of(now_procs);
-    if (metric_seen && !first_loops.empty()) {
-      if (loop_shape(now_procs) != first_loops) return;
-      const bool one_still_runs = std::any_of(now_workers.begin(), now_workers.end(),
-                                              [&](int w) { return last_workers.count(w) > 0; });
-      if (!last_workers.empty() && !one_still_runs) return;
-    }
-    cpu_last = std::move(now_procs);
-    cpu_last_at = cpu_looked_at;
-    last_workers = std::move(now_workers);
+    cpu.look(std::move(procs), since_start(cpu_looked_at));
   };
   // Past the first figure: the steady steps at the job's rate (a traced
   // loop: at its known step), and two reporting intervals, within the cap.
@@ -169,17 +88,15 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
     if (!gaps_s.empty()) need = std::max(need, 2 * gaps_s.back());
     else if (pacing_.interval_s > 0) need = std::max(need, 2 * pacing_.interval_s);
     capped = need > length.max_seconds;
-    return cpu_first_at + std::chrono::duration<double>(std::min(need, length.max_seconds));
+    return start + std::chrono::duration<double>(cpu.first_t_s() + std::min(need, length.max_seconds));
   };
   auto on_figure = [&](double rate) {
     const auto now = Clock::now();
     if (!metric_seen) {
       metric_seen = true;
       snapshot();
-      cpu_first = cpu_last;
-      cpu_first_at = cpu_last_at;
-      first_loops = loop_shape(cpu_first);
-      const double in = std::chrono::duration<double>(now - start).count();
+      cpu.first_figure();
+      const double in = since_start(now);
       if (in > length.max_seconds) {
         trial.note = fmt::format("ran on to its first figure, {:.1f} s in, past the round's {:g} s cap", in, length.max_seconds);
       }
@@ -251,16 +168,16 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (interrupted(trial, setup_.stop)) return trial;
   const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
-  if (metric_seen) learn_pacing(std::chrono::duration<double>(cpu_first_at - start).count(), gaps_s,
-                                !asked_to_stop && !job_failed, trial.seconds);
+  if (metric_seen) pacing_.learn(cpu.first_t_s(), gaps_s, !asked_to_stop && !job_failed, trial.seconds);
+  auto record_cpu = [&] {
+    if (auto by_role = cpu.cpu()) {
+      tune::record_job_cpu(trial, *by_role, trial.samples_per_s, cpu.window_s(), setup_.batch_size, setup_.ranks);
+    }
+  };
   if (setup_.data_wait) {
-    const double window = std::chrono::duration<double>(cpu_last_at - cpu_first_at).count();
     const bool interrupted = setup_.stop && setup_.stop->load();
     read_wait_metric(trial, *traced, out_of_time, job_failed, interrupted, output);
-    if (trial.ok && metric_seen && !cpu_first.empty() && window >= 1.0) {
-      tune::record_job_cpu(trial, tune::job_cpu_between(cpu_first, cpu_last), trial.samples_per_s, window,
-                           setup_.batch_size, setup_.ranks);
-    }
+    if (trial.ok) record_cpu();
     return trial;
   }
   // The last value the job printed is its latest steady-state figure.
@@ -303,29 +220,8 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
     return trial;
   }
   trial.samples_per_s = *value;
-  const double window = std::chrono::duration<double>(cpu_last_at - cpu_first_at).count();
-  // An empty first snapshot (/proc unreadable then) would count every
-  // process as born in the window, start-up and all.
-  if (metric_seen && !cpu_first.empty() && window >= 1.0) {
-    tune::record_job_cpu(trial, tune::job_cpu_between(cpu_first, cpu_last), trial.samples_per_s, window,
-                         setup_.batch_size, setup_.ranks);
-  }
+  record_cpu();
   return trial;
-}
-
-void ExecTrialRunner::learn_pacing(double startup_s, const std::vector<double>& gaps_s, bool ended_by_itself,
-                                   double run_s) {
-  const bool first = !pacing_.figures_seen;
-  pacing_.figures_seen = true;
-  pacing_.startup_s = first ? startup_s : std::max(pacing_.startup_s, startup_s);
-  if (!gaps_s.empty()) {
-    std::vector<double> sorted = gaps_s;
-    std::sort(sorted.begin(), sorted.end());
-    pacing_.interval_s = quantile_sorted(sorted, 0.5);
-  }
-  // One figure, at its end: a job that reports when it finishes.
-  pacing_.ends_by_itself = ended_by_itself && gaps_s.empty();
-  if (pacing_.ends_by_itself) pacing_.run_s = std::max(pacing_.run_s, run_s);
 }
 
 double ExecTrialRunner::known_step_ms() const {

@@ -12,6 +12,7 @@
 #include "gpufeed/diagnose/evidence.hpp"
 #include "gpufeed/loader/device_backend.hpp"
 #include "gpufeed/loader/pipeline.hpp"
+#include "gpufeed/tune/job_pacing.hpp"
 #include "gpufeed/loader/sample_source.hpp"
 #include "gpufeed/loader/step.hpp"
 #include "gpufeed/loader/transform.hpp"
@@ -52,18 +53,9 @@ class ExecTrialRunner final : public app::JobTrialRunner {
 
   // What the trials so far learned of how the job reports (tune --exec
   // sizes later trials from it).
-  struct Pacing {
-    bool figures_seen = false;
-    double startup_s = 0;     // launch to first figure (the longest seen)
-    double interval_s = 0;    // between figures (0: one figure per run)
-    bool ends_by_itself = false;  // it printed one figure, when it ended
-    double run_s = 0;         // such a job's whole run
-  };
-  const Pacing& pacing() const { return pacing_; }
+  const tune::JobPacing& pacing() const { return pacing_; }
 
  private:
-  double startup_cap_seconds(const tune::TrialLength& length) const;
-  void learn_pacing(double startup_s, const std::vector<double>& gaps_s, bool ended_by_itself, double run_s);
   // --metric data-wait: the trial's figure from its trace.
   void read_wait_metric(tune::Trial& trial, const Evidence& traced, bool out_of_time, bool job_failed,
                         bool interrupted, const std::string& output);
@@ -71,7 +63,7 @@ class ExecTrialRunner final : public app::JobTrialRunner {
   ExecTrialSetup setup_;
   std::regex metric_;
   std::vector<double> steps_ms_;  // the job's step, from each trial whose loop's waits timed it
-  Pacing pacing_;
+  tune::JobPacing pacing_;
 };
 
 }  // namespace gpufeed::cli

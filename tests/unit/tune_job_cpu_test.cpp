@@ -159,5 +159,34 @@ TEST(JobCpu, TheJobsCpuKeepsPhaseTwosShapeOnlyForTheSameKindOfWork) {
   EXPECT_EQ(with_job_cpu(w, f).cpu_ms.values(), w.cpu_ms.values()) << "nothing measured: unchanged";
 }
 
+// A trial's looks: sh (1) -> loop (2) -> workers (3, 4).
+TEST(JobCpuTrack, KeepsLooksWhileTheFirstFiguresLoopsAndAWorkerOfTheLastRun) {
+  JobCpuTrack t;
+  t.look({{1, 0, 0}, {2, 1, 0.5}}, 0.5);  // start-up: no workers yet
+  t.look({{1, 0, 0}, {2, 1, 1.0}, {3, 2, 0.1}, {4, 2, 0.1}}, 2.0);
+  t.first_figure();
+  EXPECT_DOUBLE_EQ(t.first_t_s(), 2.0);
+  EXPECT_FALSE(t.cpu()) << "a window under a second says nothing";
+  t.look({{1, 0, 0}, {2, 1, 1.5}, {3, 2, 1.1}, {4, 2, 1.6}}, 4.0);
+  ASSERT_TRUE(t.cpu());
+  EXPECT_NEAR(t.cpu()->worker_cpu_s, 2.5, 1e-9);
+  EXPECT_DOUBLE_EQ(t.window_s(), 2.0);
+  // The job ending by itself: its workers gone, a helper child in their place.
+  t.look({{1, 0, 0}, {2, 1, 1.7}, {9, 2, 0.0}}, 5.0);
+  EXPECT_DOUBLE_EQ(t.window_s(), 2.0) << "a look without the first figure's workers is not kept";
+  // A new epoch's workers all at once: the same shape, none of the last's.
+  t.look({{1, 0, 0}, {2, 1, 1.8}, {5, 2, 0.2}, {6, 2, 0.2}}, 6.0);
+  EXPECT_DOUBLE_EQ(t.window_s(), 2.0) << "the CPU of the workers that ended is in no later look";
+  t.look({{1, 0, 0}, {2, 1, 1.9}, {3, 2, 1.6}, {4, 2, 2.1}}, 7.0);
+  EXPECT_DOUBLE_EQ(t.window_s(), 5.0) << "the first figure's workers, still running";
+}
+
+TEST(JobCpuTrack, AnEmptyFirstLookCountsNothing) {
+  JobCpuTrack t;
+  t.first_figure();
+  t.look({{2, 1, 1.0}, {3, 2, 1.0}}, 3.0);
+  EXPECT_FALSE(t.cpu()) << "every process would read as born in the window";
+}
+
 }  // namespace
 }  // namespace gpufeed::tune

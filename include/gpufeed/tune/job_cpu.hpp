@@ -5,7 +5,11 @@
 // DataLoader workers: Python, PIL, IPC) and its loop's CPU per batch, which
 // phase 2's built-in measurement cannot see. Pure: the snapshots come from
 // /proc in the CLI, and from scripts in the tests.
+#include <cstddef>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpufeed/tune/cpu_from_trials.hpp"
@@ -41,6 +45,34 @@ std::vector<JobLoop> job_loops(const std::vector<JobProcess>& procs);
 // `after` has ended, and what it spent since `before` is lost. Under the `forkserver` start method the fork server is
 // the workers' parent and reads as the loop.
 JobCpu job_cpu_between(const std::vector<JobProcess>& before, const std::vector<JobProcess>& after);
+
+// The looks at a running job's processes that one trial keeps. Every look
+// is kept until the job's first figure, which fixes the first look. After
+// it a look is kept only while the job has the first look's loops, each
+// with as many workers, and some worker of the last kept look still runs:
+// a job that ends by itself stops its workers first (a look then has the
+// loops without them, or with a helper child in their place, and the
+// stopped workers' CPU is lost), and a job whose workers all change at once
+// (a new epoch's) keeps the looks up to the change, since the CPU of the
+// workers that ended is in no later look.
+class JobCpuTrack {
+ public:
+  void look(std::vector<JobProcess> procs, double t_s);  // t_s: seconds on the trial's clock
+  void first_figure();                                   // the latest look opens the window
+  double first_t_s() const { return first_t_s_; }
+  double window_s() const { return last_t_s_ - first_t_s_; }
+  // The CPU by role over the window, when it spans a second or more and the
+  // first look saw the job (an empty one would count every process as born
+  // in the window, start-up and all).
+  std::optional<JobCpu> cpu() const;
+
+ private:
+  bool started_ = false;
+  std::vector<JobProcess> first_, last_;
+  double first_t_s_ = 0, last_t_s_ = 0;
+  std::vector<std::pair<int, std::size_t>> first_loops_;  // loop pid, its workers
+  std::set<int> last_workers_;
+};
 
 // The figures a trial keeps: the workers' CPU per sample (into
 // Trial::transform_ms and transform_samples) and the loop's per batch

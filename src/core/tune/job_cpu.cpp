@@ -110,4 +110,45 @@ double loop_cpu_from_trials(const std::vector<Trial>& trials) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+namespace {
+
+std::vector<std::pair<int, std::size_t>> loop_shape(const std::vector<JobProcess>& procs) {
+  std::vector<std::pair<int, std::size_t>> shape;
+  for (const auto& l : job_loops(procs)) shape.emplace_back(l.pid, l.workers.size());
+  return shape;
+}
+
+std::set<int> workers_of(const std::vector<JobProcess>& procs) {
+  std::set<int> out;
+  for (const auto& l : job_loops(procs)) out.insert(l.workers.begin(), l.workers.end());
+  return out;
+}
+
+}  // namespace
+
+void JobCpuTrack::look(std::vector<JobProcess> procs, double t_s) {
+  std::set<int> workers = workers_of(procs);
+  if (started_ && !first_loops_.empty()) {
+    if (loop_shape(procs) != first_loops_) return;
+    const bool one_still_runs =
+        std::any_of(workers.begin(), workers.end(), [&](int w) { return last_workers_.count(w) > 0; });
+    if (!last_workers_.empty() && !one_still_runs) return;
+  }
+  last_ = std::move(procs);
+  last_t_s_ = t_s;
+  last_workers_ = std::move(workers);
+}
+
+void JobCpuTrack::first_figure() {
+  started_ = true;
+  first_ = last_;
+  first_t_s_ = last_t_s_;
+  first_loops_ = loop_shape(first_);
+}
+
+std::optional<JobCpu> JobCpuTrack::cpu() const {
+  if (!started_ || first_.empty() || window_s() < 1.0) return std::nullopt;
+  return job_cpu_between(first_, last_);
+}
+
 }  // namespace gpufeed::tune
