@@ -445,6 +445,11 @@ class Monitor {
   void announce() {
     announced_ = true;
     if (io_.quiet) return;
+    // A cgroup that is not there may be a unit not started yet, or a typo: say so.
+    if (!cgroup_dir_.empty() && !proc_.read(cgroup_dir_ + "/cgroup.procs")) {
+      io_.err << fmt::format("gpufeed: note: cgroup {} does not exist (yet): waiting for it; check the path if the job "
+                             "runs (e.g. systemctl status UNIT shows its CGroup)\n", cgroup_dir_);
+    }
     std::string pids;
     for (int p : main_pids_) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
     if (following()) {
