@@ -7,9 +7,13 @@ interval, so one hour of this soak publishes as many intervals as 100 hours
 at the default 1 s. The metrics endpoint is scraped every second and the
 JSON Lines go to /dev/null. Monitor's RSS (VmRSS) is read every 5 s;
 the figure is its growth from the end of the first minute to the end.
+With --busy-from, one CPU burner per core runs for --busy-minutes from that
+minute: the cores are contended as on a node that also builds or trains, and
+slow calls pile up in monitor's window meanwhile.
 
 Run as root from the repository root after scripts/setup.sh:
   /usr/bin/python3 bench/monitor_soak.py [--minutes 60] [--interval 0.01] [--gpufeed PATH]
+                                     [--busy-from MIN --busy-minutes N]
 """
 import argparse
 import os
@@ -43,11 +47,15 @@ def main():
     ap.add_argument("--interval", type=float, default=0.01)
     ap.add_argument("--gpufeed", default=GPUFEED,
                     help="the binary to soak (a copy lets the tree rebuild while it runs)")
+    ap.add_argument("--busy-from", type=float, default=None, metavar="MIN",
+                    help="start one CPU burner per core at this minute")
+    ap.add_argument("--busy-minutes", type=float, default=10)
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("monitor_soak: run as root (eBPF)")
     tmp = tempfile.mkdtemp(prefix="gpufeed-soak-")
     job = monitor = None
+    burners, busy_done = [], False
     try:
         data = os.path.join(tmp, "data")
         subprocess.run([PY, os.path.join(ROOT, "tests", "fixtures", "make_dataset.py"), data, "--files", "64",
@@ -77,6 +85,15 @@ def main():
                 sys.exit("monitor_soak: monitor exited early: " + monitor.stderr.read().strip())
             last_scrape = urllib.request.urlopen(url.group(1), timeout=5).read().decode()
             scrapes += 1
+            minute = (time.monotonic() - start) / 60
+            busy_end = args.busy_from + args.busy_minutes if args.busy_from is not None else None
+            if busy_end is not None and not burners and not busy_done and args.busy_from <= minute < busy_end:
+                burners = [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+            if burners and minute >= busy_end:
+                for b in burners:
+                    b.kill()
+                    b.wait()
+                burners, busy_done = [], True
             if time.monotonic() >= next_read:
                 samples.append((time.monotonic() - start, rss_kib(monitor.pid), cpu_s(monitor.pid)))
                 next_read += 5
@@ -95,9 +112,12 @@ def main():
         # The shape: a leak grows steadily, the allocator's settling does not.
         marks = [samples[0]] + [next(x for x in samples if x[0] >= seconds * k / 6) for k in range(1, 6)] + [end]
         print("RSS over the run: " + ", ".join(f"{m[0] / 60:.0f} min {m[1] / 1024:.2f}" for m in marks) + " MiB")
+        if args.busy_from is not None:
+            print(f"busy stretch: {os.cpu_count()} CPU burners from minute {args.busy_from:g} "
+                  f"for {args.busy_minutes:g} min")
         print(f"monitor CPU: {100 * (end[2] - samples[0][2]) / max(1e-9, end[0] - samples[0][0]):.1f}% of one core")
     finally:
-        for p in (monitor, job):
+        for p in burners + [monitor, job]:
             if p and p.poll() is None:
                 p.terminate()
                 try:
