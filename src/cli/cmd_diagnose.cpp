@@ -1,4 +1,4 @@
-// `gpufeed diagnose`: options -> DiagnoseRequest -> one session -> report.
+// `gpufeed diagnose`: options -> DiagnoseRequest -> one session (app/) -> report.
 #include <fmt/format.h>
 
 #include "context.hpp"
@@ -9,13 +9,14 @@
 #include "gpufeed/error.hpp"
 #include "gpufeed/gpu/vendors.hpp"
 #include "gpufeed/probe/host_inspector.hpp"
-#include "gpufeed/trace/diagnose_session.hpp"
+#include "gpufeed/app/diagnose_session.hpp"
+#include "gpufeed/trace/diagnose_platform.hpp"
 
 namespace gpufeed::cli {
 namespace {
 
 struct DiagnoseOptions {
-  DiagnoseRequest request;
+  app::DiagnoseRequest request;
   bool no_ebpf = false;
   bool require_ebpf = false;
   bool force = false;
@@ -33,7 +34,7 @@ int run_diagnose(DiagnoseOptions& o, Context& ctx) {
     }
   }
   if (o.no_ebpf && o.require_ebpf) throw usage_error("--no-ebpf and --require-ebpf contradict each other", "give one");
-  o.request.ebpf = o.no_ebpf ? EbpfMode::Off : (o.require_ebpf ? EbpfMode::Required : EbpfMode::Auto);
+  o.request.ebpf = o.no_ebpf ? app::EbpfMode::Off : (o.require_ebpf ? app::EbpfMode::Required : app::EbpfMode::Auto);
   ctx.check_json_target(o.output);
   if (!o.trace_path.empty()) {
     check_output_path(o.trace_path);
@@ -44,8 +45,13 @@ int run_diagnose(DiagnoseOptions& o, Context& ctx) {
   }
   check_trace_targets(o.request.pids, o.force, ctx.io.host);
 
-  SessionIo session_io{ctx.io.host, ctx.io.err, ctx.io.err_is_tty && !o.output.quiet, o.output.quiet};
-  DiagnoseOutcome outcome = run_diagnose_session(o.request, session_io);
+  app::DiagnoseIo session_io{ctx.io.err, ctx.io.err_is_tty && !o.output.quiet, o.output.quiet};
+  // The platform catches SIGINT/SIGTERM for the window; it is gone (and the
+  // signals restored) before the report is written and a command waited for.
+  const app::DiagnoseOutcome outcome = [&] {
+    auto platform = make_diagnose_platform(ctx.io.host);
+    return app::run_diagnose_session(o.request, *platform, session_io);
+  }();
   const DiagnosisReport& report = outcome.report;
 
   if (ctx.wants_text(o.output)) render_text(report, ctx.style, o.output.verbose, ctx.io.out);
@@ -77,9 +83,7 @@ Command add_diagnose_command(CLI::App& app) {
       "diagnose",
       "Attach to a training job and its DataLoader workers (or launch one), trace syscall latency with eBPF, "
       "sample /proc, and report why the GPUs starve, with evidence and a fix");
-  cmd->add_option("--pid", o->request.pids, "Attach to this running process (repeat: one per rank)")
-      ->check(whole_in("--pid", {1, 4194304, "a process id", false, "4242"}))
-      ->type_name("PID");
+  add_pid_option(*cmd, o->request.pids, "Attach to this running process (repeat: one per rank)");
   cmd->add_flag("--force", o->force, "Trace --pid 1 (init) too: that follows every process of the system");
   cmd->add_option("--duration", o->request.duration_s, "Seconds to trace; Ctrl-C or the job's exit ends earlier")
       ->check(real_in("--duration", {0, 604800, "seconds", true, "30"}))

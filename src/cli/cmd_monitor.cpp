@@ -6,7 +6,7 @@
 #include "trace_targets.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/gpu/vendors.hpp"
-#include "gpufeed/trace/diagnose_session.hpp"
+#include "gpufeed/trace/diagnose_platform.hpp"
 #include "gpufeed/trace/monitor_session.hpp"
 
 namespace gpufeed::cli {
@@ -50,9 +50,7 @@ Command add_monitor_command(CLI::App& app) {
       "monitor",
       "Watch a running training job and its DataLoader workers until it ends: data wait, workers, slow calls per "
       "mount, CPU pressure and diagnose's findings, as Prometheus metrics and JSON Lines");
-  CLI::Option* pid = cmd->add_option("--pid", o->request.pids, "Watch this running process (repeat: one per rank)")
-      ->check(whole_in("--pid", {1, 4194304, "a process id", false, "4242"}))
-      ->type_name("PID");
+  CLI::Option* pid = add_pid_option(*cmd, o->request.pids, "Watch this running process (repeat: one per rank)");
   cmd->add_option("--comm", o->request.comm,
                   "Follow every process with this command name (as 'ps -o comm' shows it), found again each second: "
                   "a job that restarts is followed again")

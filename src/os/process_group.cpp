@@ -95,6 +95,4 @@ bool end_process_group(pid_t leader, int& status, std::chrono::milliseconds grac
   return false;
 }
 
-int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
-
 }  // namespace gpufeed::os

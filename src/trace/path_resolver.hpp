@@ -16,7 +16,7 @@ namespace gpufeed {
 // path and finds its mount, per process, caching mount tables.
 class PathResolver {
  public:
-  explicit PathResolver(const ProcReader& proc) : proc_(proc) {}
+  explicit PathResolver(const ProcSource& proc) : proc_(proc) {}
 
   // A slow-call event as evidence, `t_s` its start in the session's time.
   SlowCall slow_call(const TraceEvent& ev, double t_s) {
@@ -86,7 +86,7 @@ class PathResolver {
     return tables_.emplace(tgid, MountTable(parse_mountinfo(text.value_or("")))).first->second;
   }
 
-  const ProcReader& proc_;
+  const ProcSource& proc_;
   std::map<int, MountTable> tables_;
 };
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "gpufeed/wait_status.hpp"
+
 namespace gpufeed::os {
 
 struct LaunchOptions {
@@ -45,7 +47,6 @@ class Launched {
 // ended by itself, before any signal.
 bool end_process_group(pid_t leader, int& status, std::chrono::milliseconds grace);
 
-// A reaped status as a shell reports it: the exit code, or 128 + the signal.
-int exit_code_of(int status);
+using gpufeed::exit_code_of;  // gpufeed/wait_status.hpp
 
 }  // namespace gpufeed::os

@@ -1,46 +1,23 @@
-#include "gpufeed/trace/diagnose_session.hpp"
-
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+// The diagnose session's policy: what to trace, when the window ends, and
+// what goes into the evidence. The machine is behind DiagnosePlatform.
+#include "gpufeed/app/diagnose_session.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <memory>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
-#include "gpufeed/diagnose/mounts.hpp"
 #include "gpufeed/diagnose/syscalls.hpp"
-#include "gpufeed/os/process_group.hpp"
-#include "gpufeed/os/stop_signals.hpp"
 #include "gpufeed/error.hpp"
-#include "gpufeed/input_file.hpp"
-#include "gpufeed/gpu/activity.hpp"
 #include "gpufeed/gpu/trace.hpp"
-#include "gpufeed/gpu/vendor_samplers.hpp"
 #include "gpufeed/gpu/vendors.hpp"
-#include "gpufeed/trace/bpf_tracer.hpp"
-#include "gpufeed/trace/proc_reader.hpp"
-#include "held_launch.hpp"
-#include "path_resolver.hpp"
+#include "gpufeed/input_file.hpp"
+#include "gpufeed/wait_status.hpp"
 
-namespace gpufeed {
+namespace gpufeed::app {
 namespace {
-
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 struct Tracked {
   ProcessInfo info;
@@ -51,18 +28,18 @@ struct Tracked {
 
 class Session {
  public:
-  Session(const DiagnoseRequest& req, SessionIo& io) : req_(req), io_(io), proc_(io.host), resolver_(proc_) {}
+  Session(const DiagnoseRequest& req, DiagnosePlatform& platform, DiagnoseIo& io)
+      : req_(req), platform_(platform), io_(io), proc_(platform.proc()) {}
 
   DiagnoseOutcome run() {
     validate();
-    ProcessView view = inspect_process(io_.host, InspectOptions{false, false});
-    start_tracer(view);
-    os::StopOnSignal signals;
-    std::unique_ptr<Launch> launch;
+    start_tracer();
+    platform_.catch_stop_signals();
+    std::unique_ptr<LaunchedCommand> launch;
     std::vector<DiagnosisTarget> targets;
-    start_ns_ = monotonic_ns();
+    start_ns_ = platform_.now_ns();
     if (!req_.command.empty()) {
-      launch = std::make_unique<Launch>(req_.command);
+      launch = platform_.launch(req_.command);
       track(launch->pid(), 0, false, 0.0, true);
       if (tracer_) tracer_->add_process(launch->pid(), false, 0);
       launch->release();
@@ -87,8 +64,9 @@ class Session {
     // Read now: a job that exits during the window takes its environment with it.
     target_environ_ = proc_.read(fmt::format("/proc/{}/environ", targets.front().pid)).value_or("");
     start_gpu();
-    usable_cpus_ = usable_cpus(view, targets.front().pid);
-    cpus_ = proc_.allowed_cpus(targets.front().pid).value_or(view.allowed_cpus);
+    const HostCpus host = platform_.host_cpus();
+    usable_cpus_ = usable_cpus(host, targets.front().pid);
+    cpus_ = proc_.allowed_cpus(targets.front().pid).value_or(host.allowed);
 
     DiagnoseOutcome outcome;
     const auto deadline = start_ns_ + static_cast<std::uint64_t>(req_.duration_s * 1e9);
@@ -98,16 +76,15 @@ class Session {
     sample(0.0);
     if (!io_.quiet) announce(targets);
     while (true) {
-      const std::uint64_t now = monotonic_ns();
-      if (signals.last_signal()) {
+      const std::uint64_t now = platform_.now_ns();
+      if (platform_.stop_requested()) {
         end_reason = "interrupted";
         outcome.interrupted = true;
         break;
       }
       if (now >= deadline) break;
       if (launch && !outcome.command_status) {
-        int status = 0;
-        if (waitpid(launch->pid(), &status, WNOHANG) == launch->pid()) outcome.command_status = os::exit_code_of(status);
+        outcome.command_status = launch->try_wait();
       }
       if (all_targets_exited(outcome)) {
         end_reason = "target exited";
@@ -127,22 +104,18 @@ class Session {
       if (tracer_) {
         tracer_->poll(std::max(timeout_ms, 1), [this](const TraceEvent& ev) { on_event(ev); });
       } else {
-        usleep(static_cast<useconds_t>(std::max(timeout_ms, 1)) * 1000);
+        platform_.sleep_ms(std::max(timeout_ms, 1));
       }
     }
     if (launch && !outcome.command_status && procs_[launch->pid()].info.exited) {
       // It exited: reap it (it may take a moment to become a zombie) so the
       // report carries its exit code.
       for (int i = 0; i < 100 && !outcome.command_status; ++i) {
-        int status = 0;
-        if (waitpid(launch->pid(), &status, WNOHANG) == launch->pid()) {
-          outcome.command_status = os::exit_code_of(status);
-        } else {
-          usleep(10000);
-        }
+        outcome.command_status = launch->try_wait();
+        if (!outcome.command_status) platform_.sleep_ms(10);
       }
     }
-    const std::uint64_t end_ns = monotonic_ns();
+    const std::uint64_t end_ns = platform_.now_ns();
     if (tracer_) tracer_->poll(0, [this](const TraceEvent& ev) { on_event(ev); });  // drain
     sample(seconds(end_ns));
     if (io_.progress) io_.err << "\r\033[K" << std::flush;
@@ -174,15 +147,15 @@ class Session {
     }
   }
 
-  void start_tracer(const ProcessView& view) {
+  void start_tracer() {
     std::optional<std::string> why;
     if (req_.ebpf == EbpfMode::Off) {
       why = "disabled by --no-ebpf";
     } else {
-      why = BpfTracer::unavailable_reason(view);
+      why = platform_.tracing_unavailable();
     }
     try {
-      if (!why) tracer_ = std::make_unique<BpfTracer>(TracerSettings{req_.slow_call_ms, 0.5});
+      if (!why) tracer_ = platform_.open_tracer(TracerSettings{req_.slow_call_ms, 0.5});
     } catch (const Error& e) {
       if (req_.ebpf == EbpfMode::Required) throw;
       why = e.what();
@@ -204,14 +177,14 @@ class Session {
                                req_.gpu_trace);
       return;
     }
-    GpuOpenResult opened = open_gpu_sampler(req_.gpu);
+    GpuSamplerOpen opened = platform_.open_gpu_sampler(req_.gpu);
     if (!opened.sampler) {
       gpu_unavailable_ = opened.unavailable;
       return;
     }
     gpu_sampler_ = std::move(opened.sampler);
     gpu_thread_ = std::make_unique<GpuSamplingThread>(*gpu_sampler_, req_.gpu_hz,
-                                                      [this] { return seconds(monotonic_ns()); });
+                                                      [this] { return seconds(platform_.now_ns()); });
   }
 
   // The GPUs the job uses: the vendor's process list, else the job's
@@ -257,11 +230,11 @@ class Session {
     e.gpu = std::move(g);
   }
 
-  int usable_cpus(const ProcessView& view, int pid) const {
+  int usable_cpus(const HostCpus& host, int pid) const {
     if (auto cpus = proc_.allowed_cpus(pid)) {
       if (!cpus->empty()) return static_cast<int>(cpus->size());
     }
-    return view.usable_cpus();
+    return host.usable;
   }
 
   double seconds(std::uint64_t ns) const { return ns > start_ns_ ? static_cast<double>(ns - start_ns_) / 1e9 : 0.0; }
@@ -291,7 +264,7 @@ class Session {
       if (p.info.exited) continue;
       if (outcome.command_status || !proc_.alive(pid)) {
         p.info.exited = true;
-        p.info.last_seen_s = seconds(monotonic_ns());
+        p.info.last_seen_s = seconds(platform_.now_ns());
         if (outcome.command_status && !p.info.exit_code) p.info.exit_code = outcome.command_status;
         continue;
       }
@@ -304,7 +277,7 @@ class Session {
     const double t = seconds(ev.start_ns);
     switch (ev.type) {
       case TraceEventType::SlowCall: {
-        SlowCall c = resolver_.slow_call(ev, t);
+        SlowCall c = platform_.slow_call(ev, t);
         slow_.push_back(std::move(c));
         break;
       }
@@ -320,7 +293,7 @@ class Session {
         if (it != procs_.end()) {
           it->second.info.exited = true;
           it->second.info.last_seen_s = t;
-          it->second.info.exit_code = os::exit_code_of(ev.other_pid);
+          it->second.info.exit_code = exit_code_of(ev.other_pid);
         }
         break;
       }
@@ -358,7 +331,7 @@ class Session {
       p.info.ppid = s->ppid;
       p.last_ticks = s->utime + s->stime;
       p.info.states[s->state] += 1;
-      p.info.max_rss_bytes = std::max<std::uint64_t>(p.info.max_rss_bytes, s->rss_pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)));
+      p.info.max_rss_bytes = std::max<std::uint64_t>(p.info.max_rss_bytes, s->rss_pages * platform_.page_bytes());
       if (!tracer_) sample_syscall(p);
     }
   }
@@ -424,7 +397,7 @@ class Session {
     }
     e.slow_calls = std::move(slow_);
     e.waits = std::move(waits_);
-    const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+    const double tick = platform_.clock_ticks_per_s();
     for (auto& [pid, p] : procs_) {
       p.info.cpu_s = static_cast<double>(p.last_ticks - std::min(p.last_ticks, p.base_ticks)) / tick;
       e.processes.push_back(p.info);
@@ -458,10 +431,10 @@ class Session {
   }
 
   const DiagnoseRequest& req_;
-  SessionIo& io_;
-  ProcReader proc_;
-  PathResolver resolver_;
-  std::unique_ptr<BpfTracer> tracer_;
+  DiagnosePlatform& platform_;
+  DiagnoseIo& io_;
+  const ProcSource& proc_;
+  std::unique_ptr<SyscallTracer> tracer_;
   std::unique_ptr<GpuSampler> gpu_sampler_;
   std::unique_ptr<GpuSamplingThread> gpu_thread_;
   std::optional<GpuTrace> replay_;
@@ -486,25 +459,8 @@ class Session {
 
 }  // namespace
 
-DiagnoseOutcome run_diagnose_session(const DiagnoseRequest& req, SessionIo& io) { return Session(req, io).run(); }
-
-int wait_for_command(int pid, std::ostream& err, bool quiet) {
-  int done = 0;
-  if (waitpid(pid, &done, WNOHANG) == pid) return os::exit_code_of(done);
-  if (!quiet) err << "gpufeed: report written; waiting for the command to exit\n";
-  os::StopOnSignal signals;
-  bool forwarded = false;
-  for (;;) {
-    int status = 0;
-    const pid_t r = waitpid(pid, &status, 0);
-    if (r == pid) return os::exit_code_of(status);
-    if (r < 0 && errno != EINTR) return 1;
-    if (signals.last_signal() == SIGTERM && !forwarded) {
-      err << "gpufeed: passing SIGTERM on to the command\n";
-      kill(pid, SIGTERM);
-      forwarded = true;
-    }
-  }
+DiagnoseOutcome run_diagnose_session(const DiagnoseRequest& request, DiagnosePlatform& platform, DiagnoseIo& io) {
+  return Session(request, platform, io).run();
 }
 
-}  // namespace gpufeed
+}  // namespace gpufeed::app
