@@ -10,6 +10,7 @@
 #include "gpufeed/units.hpp"
 #include "lru_map.hpp"
 #include "single_flight.hpp"
+#include "tier_counters.hpp"
 
 namespace gpufeed::loader {
 namespace {
@@ -60,33 +61,17 @@ class MemoryCache final : public CacheTier {
   }
 
   std::vector<TierStats> tier_stats() const override {
-    TierStats mine{"memory"};
-    {
-      std::lock_guard lock(mutex_);
-      mine.hits = hits_;
-      mine.misses = misses_;
-      mine.bytes_cached = lru_.bytes();
-      mine.capacity_bytes = lru_.budget();
-      mine.evictions = evictions_;
-    }
-    std::vector<TierStats> all{mine};
-    for (auto& t : inner_->tier_stats()) all.push_back(std::move(t));
-    return all;
+    std::unique_lock lock(mutex_);
+    TierStats mine = counts_.stats("memory", lru_.bytes(), lru_.budget());
+    lock.unlock();
+    return cache::stacked_on(std::move(mine), *inner_);
   }
 
   std::vector<CacheHealth> health() const override {
-    CacheHealth mine;
-    mine.tier = "memory";
-    {
-      std::lock_guard lock(mutex_);
-      mine.coalesced = coalesced_;
-      mine.invalidated = invalidated_;
-      mine.not_cached = not_cached_;
-      mine.entries = lru_.size();
-    }
-    std::vector<CacheHealth> all{mine};
-    for (auto& h : cache_health(*inner_)) all.push_back(std::move(h));
-    return all;
+    std::unique_lock lock(mutex_);
+    CacheHealth mine = counts_.health("memory", lru_.size());
+    lock.unlock();
+    return cache::stacked_on(std::move(mine), *inner_);
   }
 
  private:
@@ -108,7 +93,7 @@ class MemoryCache final : public CacheTier {
     });
     if (joined || served_late) {
       std::lock_guard lock(mutex_);
-      ++coalesced_;
+      ++counts_.coalesced;
     }
   }
 
@@ -122,10 +107,10 @@ class MemoryCache final : public CacheTier {
         cached = entry->data;
       } else {
         lru_.remove(s.key);  // the sample changed since it was cached
-        ++invalidated_;
+        ++counts_.invalidated;
       }
     }
-    if (count) ++(cached ? hits_ : misses_);
+    if (count) ++(cached ? counts_.hits : counts_.misses);
     return cached;
   }
 
@@ -135,25 +120,20 @@ class MemoryCache final : public CacheTier {
     // A sample whose size differs from the listing would never validate.
     if (data.size() != s.size || data.size() > lru_.budget()) {
       std::lock_guard lock(mutex_);
-      ++not_cached_;
+      ++counts_.not_cached;
       return;
     }
     auto copy = std::make_shared<const Bytes>(data);
     std::lock_guard lock(mutex_);
     lru_.put(s.key, MemoryEntry{s.version, std::move(copy)}, data.size(), evicted);
-    evictions_ += evicted.size();
+    counts_.evictions += evicted.size();
   }
 
   std::unique_ptr<SampleSource> inner_;
   mutable std::mutex mutex_;
   LruMap lru_;
   cache::SingleFlight flights_;
-  std::uint64_t hits_ = 0;
-  std::uint64_t misses_ = 0;
-  std::uint64_t evictions_ = 0;
-  std::uint64_t coalesced_ = 0;
-  std::uint64_t invalidated_ = 0;
-  std::uint64_t not_cached_ = 0;
+  cache::TierCounters counts_;
 };
 
 }  // namespace

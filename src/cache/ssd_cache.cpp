@@ -21,6 +21,7 @@
 #include "hashing.hpp"
 #include "lru_map.hpp"
 #include "single_flight.hpp"
+#include "tier_counters.hpp"
 
 namespace gpufeed::loader {
 namespace {
@@ -90,37 +91,21 @@ class SsdCache final : public CacheTier {
   }
 
   std::vector<TierStats> tier_stats() const override {
-    TierStats mine{"ssd"};
-    {
-      std::lock_guard lock(mutex_);
-      mine.hits = hits_;
-      mine.misses = misses_;
-      mine.bytes_cached = index_.bytes();
-      mine.capacity_bytes = index_.budget();
-      mine.evictions = evictions_;
-    }
-    std::vector<TierStats> all{mine};
-    for (auto& t : inner_->tier_stats()) all.push_back(std::move(t));
-    return all;
+    std::unique_lock lock(mutex_);
+    TierStats mine = counts_.stats("ssd", index_.bytes(), index_.budget());
+    lock.unlock();
+    return cache::stacked_on(std::move(mine), *inner_);
   }
 
   std::vector<CacheHealth> health() const override {
-    CacheHealth mine;
-    mine.tier = "ssd";
-    {
-      std::lock_guard lock(mutex_);
-      mine.coalesced = coalesced_;
-      mine.invalidated = invalidated_;
-      mine.corrupt = corrupt_;
-      mine.not_cached = not_cached_;
-      mine.write_failures = write_failures_;
-      mine.last_write_error = last_write_error_;
-      mine.removed_at_open = removed_at_open_;
-      mine.entries = index_.size();
-    }
-    std::vector<CacheHealth> all{mine};
-    for (auto& h : cache_health(*inner_)) all.push_back(std::move(h));
-    return all;
+    std::unique_lock lock(mutex_);
+    CacheHealth mine = counts_.health("ssd", index_.size());
+    mine.corrupt = corrupt_;
+    mine.write_failures = write_failures_;
+    mine.last_write_error = last_write_error_;
+    mine.removed_at_open = removed_at_open_;
+    lock.unlock();
+    return cache::stacked_on(std::move(mine), *inner_);
   }
 
  private:
@@ -135,14 +120,14 @@ class SsdCache final : public CacheTier {
       index_.put(e.hash, IndexEntry{e.data_bytes, ++generation_, 0}, e.file_bytes, evicted);
     }
     for (const auto& item : evicted) ::unlink(path_of(item.key).c_str());
-    evictions_ += evicted.size();
+    counts_.evictions += evicted.size();
   }
 
   // The read's look at the disk, counted as its hit or miss.
   bool first_look(const SampleInfo& s, std::uint64_t hash, std::span<std::byte> data) {
     const bool hit = serve_from_disk(s, hash, data);
     std::lock_guard lock(mutex_);
-    ++(hit ? hits_ : misses_);
+    ++(hit ? counts_.hits : counts_.misses);
     return hit;
   }
 
@@ -162,7 +147,7 @@ class SsdCache final : public CacheTier {
     });
     if (joined || served_late) {
       std::lock_guard lock(mutex_);
-      ++coalesced_;
+      ++counts_.coalesced;
     }
   }
 
@@ -177,7 +162,7 @@ class SsdCache final : public CacheTier {
       if (entry == nullptr) return false;
       if (entry->data_bytes != s.size) {  // known stale without opening it
         drop(hash, entry->generation, true);
-        ++invalidated_;
+        ++counts_.invalidated;
         return false;
       }
       generation = entry->generation;
@@ -196,7 +181,7 @@ class SsdCache final : public CacheTier {
         break;
       case EntryStatus::Stale:
         drop(hash, generation, true);
-        ++invalidated_;
+        ++counts_.invalidated;
         break;
       case EntryStatus::Corrupt:
         drop(hash, generation, true);
@@ -222,7 +207,7 @@ class SsdCache final : public CacheTier {
     const std::uint64_t file_bytes = cache::entry_file_bytes(s);
     if (data.size() != s.size || file_bytes > index_.budget()) {
       std::lock_guard lock(mutex_);
-      ++not_cached_;
+      ++counts_.not_cached;
       return;
     }
     const auto file = path_of(hash);
@@ -238,7 +223,7 @@ class SsdCache final : public CacheTier {
     std::vector<Index::Item> evicted;
     index_.put(hash, IndexEntry{data.size(), ++generation_, now_s()}, file_bytes, evicted);
     for (const auto& item : evicted) ::unlink(path_of(item.key).c_str());
-    evictions_ += evicted.size();
+    counts_.evictions += evicted.size();
   }
 
   std::unique_ptr<SampleSource> inner_;
@@ -249,13 +234,8 @@ class SsdCache final : public CacheTier {
   mutable std::mutex mutex_;  // guards everything below
   Index index_;
   std::uint64_t generation_ = 0;
-  std::uint64_t hits_ = 0;
-  std::uint64_t misses_ = 0;
-  std::uint64_t evictions_ = 0;
-  std::uint64_t coalesced_ = 0;
-  std::uint64_t invalidated_ = 0;
+  cache::TierCounters counts_;
   std::uint64_t corrupt_ = 0;
-  std::uint64_t not_cached_ = 0;
   std::uint64_t write_failures_ = 0;
   std::string last_write_error_;
   std::uint64_t removed_at_open_ = 0;
