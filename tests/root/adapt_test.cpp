@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/child_process.hpp"
+#include "support/ebpf_host.hpp"
 #include "support/latencyfs_mount.hpp"
 #include "support/python_fixtures.hpp"
 #include "support/temp_dir.hpp"

@@ -16,6 +16,7 @@
 
 #include "gpufeed/tune/from_diagnosis.hpp"
 #include "support/child_process.hpp"
+#include "support/ebpf_host.hpp"
 #include "support/python_fixtures.hpp"
 #include "support/latencyfs_mount.hpp"
 #include "support/schema_validator.hpp"
@@ -30,13 +31,7 @@ using testing::TempDir;
 
 using testing::kPython;
 using testing::fixture_script;
-
-// A stand-in job that keeps making syscalls until killed.
-std::vector<std::string> sleeper_job(double seconds = 3600) {
-  return {kPython, "-c",
-          "import os, time\nend = time.time() + " + std::to_string(seconds) +
-              "\nwhile time.time() < end:\n    os.stat('/etc/hostname')\n    time.sleep(0.01)\n"};
-}
+using testing::stat_loop_job;
 
 json read_json(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -167,7 +162,7 @@ TEST_F(Diagnose, WorkersForkedAfterAttachAreTraced) {
 }
 
 TEST_F(Diagnose, JobExitingDuringTracingStillYieldsAReport) {
-  ChildProcess job(sleeper_job(1.5), dir_ / "job.out");
+  ChildProcess job(stat_loop_job(1.5), dir_ / "job.out");
   auto g = gpufeed({"diagnose", "--pid", std::to_string(job.pid()), "--duration", "30", "--json", (dir_ / "d.json").string()});
   ASSERT_EQ(g->wait(20), 0) << output();
   json doc = read_json(dir_ / "d.json");
@@ -191,7 +186,7 @@ class DiagnoseEnding : public Diagnose, public ::testing::WithParamInterface<End
 
 TEST_P(DiagnoseEnding, DetachesCleanlyAndLeavesTheJobUnharmed) {
   const Ending& e = GetParam();
-  ChildProcess job(sleeper_job(), dir_ / "job.out");
+  ChildProcess job(stat_loop_job(), dir_ / "job.out");
   std::vector<std::string> args{"diagnose", "--pid", e.bogus_pid ? "999999" : std::to_string(job.pid()), "--json",
                                 (dir_ / "d.json").string()};
   args.insert(args.end(), e.extra.begin(), e.extra.end());

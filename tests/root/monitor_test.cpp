@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/child_process.hpp"
+#include "support/ebpf_host.hpp"
 #include "support/python_fixtures.hpp"
 #include "support/scoped_env.hpp"
 #include "support/latencyfs_mount.hpp"
@@ -39,10 +40,8 @@ using testing::kPython;
 const std::string kPrometheus = "/usr/bin/prometheus";
 const std::string kPromtool = "/usr/bin/promtool";
 using testing::fixture_script;
+using testing::stat_loop_job;
 
-std::vector<std::string> sleeper_job() {
-  return {kPython, "-c", "import os, time\nwhile True:\n    os.stat('/etc/hostname')\n    time.sleep(0.01)\n"};
-}
 
 // A loop that waits on a pipe for a "batch" its child writes every 50 ms,
 // then steps for 20 ms: the waits monitor times as the loop's data waits.
@@ -108,7 +107,7 @@ class Monitor : public ::testing::Test {
 class MonitorEnding : public Monitor, public ::testing::WithParamInterface<int> {};
 
 TEST_P(MonitorEnding, ASignalDetachesCleanlyAndLeavesTheJobUnharmed) {
-  ChildProcess job(sleeper_job(), dir_ / "job.out");
+  ChildProcess job(stat_loop_job(), dir_ / "job.out");
   auto g = gpufeed({"monitor", "--pid", std::to_string(job.pid()), "--listen", "127.0.0.1:0", "--interval", "0.2"});
   const int port = wait_until_monitoring();
   ASSERT_GT(port, 0);

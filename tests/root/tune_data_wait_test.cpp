@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "support/child_process.hpp"
+#include "support/python_fixtures.hpp"
+#include "support/ebpf_host.hpp"
 #include "support/cli_runner.hpp"
 #include "support/schema_validator.hpp"
 #include "support/temp_dir.hpp"

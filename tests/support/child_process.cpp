@@ -18,16 +18,6 @@ namespace {
 
 int code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
-std::string run_capture(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  if (!pipe) return out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
-  return out;
-}
-
 }  // namespace
 
 bool sleeping_in_a_step(pid_t pid) {
@@ -89,53 +79,6 @@ std::optional<int> ChildProcess::wait(double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return status_;
-}
-
-std::vector<std::string> loaded_bpf_programs(const std::string& prefix, double settle_s) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(settle_s);
-  for (;;) {
-    std::vector<std::string> names;
-    const std::string out = run_capture("bpftool prog list 2>/dev/null");
-    size_t pos = 0;
-    while ((pos = out.find(" name ", pos)) != std::string::npos) {
-      pos += 6;
-      const std::string name = out.substr(pos, out.find_first_of(" \n", pos) - pos);
-      if (name.rfind(prefix, 0) == 0) names.push_back(name);
-    }
-    if (names.empty() || std::chrono::steady_clock::now() > end) return names;
-    // Programs of an exited process are freed after an RCU grace period.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
-
-std::optional<std::string> ebpf_unavailable_reason() {
-  if (geteuid() != 0) return "needs root for eBPF (run the tests as root)";
-  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return "the kernel has no BTF (/sys/kernel/btf/vmlinux)";
-  if (run_capture("command -v bpftool || ls /usr/sbin/bpftool 2>/dev/null").empty()) return "bpftool is not installed";
-  return std::nullopt;
-}
-
-std::string demo_job_command(int seconds) {
-  return "/usr/bin/python3 " + std::string(GPUFEED_SOURCE_DIR) + "/scripts/demo_job.py " + std::to_string(seconds);
-}
-
-std::optional<std::string> torch_unavailable_reason() {
-  if (access("/usr/bin/python3", X_OK) != 0) return "no /usr/bin/python3";
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-    return "Debian's python3-torch is not installed for /usr/bin/python3";
-  }
-  return std::nullopt;
-}
-
-const TempDir* shared_jpeg_dataset() {
-  static const std::unique_ptr<TempDir> dataset = [] {
-    auto dir = std::make_unique<TempDir>();
-    const std::string cmd = "/usr/bin/python3 " + std::string(GPUFEED_SOURCE_DIR) +
-                            "/tests/fixtures/make_dataset.py " + dir->path().string() +
-                            " --files 240 --classes 4 --size-kb 50 --seed 7 >/dev/null";
-    return std::system(cmd.c_str()) == 0 ? std::move(dir) : nullptr;
-  }();
-  return dataset.get();
 }
 
 }  // namespace gpufeed::testing

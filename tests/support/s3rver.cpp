@@ -199,14 +199,4 @@ void S3rver::put_objects(const std::string& bucket,
   if (!failure.empty()) throw std::runtime_error("upload to s3rver failed: " + failure);
 }
 
-std::string s3_test_payload(size_t size, unsigned seed) {
-  std::string bytes(size, '\0');
-  unsigned x = seed * 2654435761U + 1;
-  for (auto& b : bytes) {
-    x = x * 1664525U + 1013904223U;
-    b = static_cast<char>(x >> 24);
-  }
-  return bytes;
-}
-
 }  // namespace gpufeed::testing

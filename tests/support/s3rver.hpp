@@ -54,8 +54,6 @@ class S3rver {
   int output_fd_ = -1;
 };
 
-// `size` reproducible pseudo-random bytes.
-std::string s3_test_payload(size_t size, unsigned seed);
 
 // Options for a store at `endpoint` with fixed credentials and quick retries
 // (base 20 ms, cap 200 ms), for tests that talk to a FaultProxy.

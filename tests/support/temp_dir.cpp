@@ -32,4 +32,14 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
+std::string reproducible_bytes(size_t size, unsigned seed) {
+  std::string bytes(size, '\0');
+  unsigned x = seed * 2654435761U + 1;
+  for (auto& b : bytes) {
+    x = x * 1664525U + 1013904223U;
+    b = static_cast<char>(x >> 24);
+  }
+  return bytes;
+}
+
 }  // namespace gpufeed::testing

@@ -23,4 +23,7 @@ class TempDir {
 
 std::string read_file(const std::filesystem::path& path);
 
+// `size` reproducible pseudo-random bytes: file and object contents to check.
+std::string reproducible_bytes(size_t size, unsigned seed);
+
 }  // namespace gpufeed::testing

@@ -10,6 +10,7 @@
 
 #include "gpufeed/gpu/trace.hpp"
 #include "support/child_process.hpp"
+#include "support/python_fixtures.hpp"
 #include "support/cli_runner.hpp"
 #include "support/schema_validator.hpp"
 #include "support/temp_dir.hpp"

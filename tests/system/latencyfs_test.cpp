@@ -27,17 +27,6 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// A pseudo-random but reproducible payload of `size` bytes.
-std::string payload(size_t size, unsigned seed) {
-  std::string bytes(size, '\0');
-  unsigned x = seed * 2654435761U + 1;
-  for (auto& b : bytes) {
-    x = x * 1664525U + 1013904223U;
-    b = static_cast<char>(x >> 24);
-  }
-  return bytes;
-}
-
 class LatencyFs : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -54,7 +43,7 @@ class LatencyFs : public ::testing::Test {
 constexpr int kRounds = 3;
 
 TEST_F(LatencyFs, StatTakesTheLookupDelay) {
-  dir_.write("source/data/file.bin", payload(1000, 1));
+  dir_.write("source/data/file.bin", testing::reproducible_bytes(1000, 1));
   LatencyFsMount mount(source(), mnt(), LatencyFsOptions{.lookup_ms = 20});
   const auto file = mount.path() / "data" / "file.bin";
   double best = 1e9;
@@ -103,8 +92,8 @@ TEST_F(LatencyFs, ParallelStatsInOneDirectoryOverlap) {
 }
 
 TEST_F(LatencyFs, ReadsReturnTheSourceBytes) {
-  const std::string small = payload(4096, 2);
-  const std::string big = payload(3 * 1024 * 1024 + 17, 3);  // several READ requests
+  const std::string small = testing::reproducible_bytes(4096, 2);
+  const std::string big = testing::reproducible_bytes(3 * 1024 * 1024 + 17, 3);  // several READ requests
   dir_.write("source/a/small.bin", small);
   dir_.write("source/a/big.bin", big);
   LatencyFsMount mount(source(), mnt(), LatencyFsOptions{.open_ms = 1, .read_ms = 1, .sigma = 0.5});

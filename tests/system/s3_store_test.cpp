@@ -19,7 +19,7 @@ namespace gpufeed::loader {
 namespace {
 
 using testing::FaultProxy;
-using testing::s3_test_payload;
+using testing::reproducible_bytes;
 using testing::S3rver;
 
 std::string as_string(const std::vector<std::byte>& bytes) {
@@ -41,7 +41,7 @@ class S3Store : public ::testing::Test {
   // folder marker and an object outside the prefix; returns key -> bytes.
   std::map<std::string, std::string> upload_training_set() {
     std::map<std::string, std::string> objects;
-    for (unsigned i = 0; i < kAwkwardKeys.size(); ++i) objects[kAwkwardKeys[i]] = s3_test_payload(1000 + i, i + 1);
+    for (unsigned i = 0; i < kAwkwardKeys.size(); ++i) objects[kAwkwardKeys[i]] = reproducible_bytes(1000 + i, i + 1);
     objects["train/empty.bin"] = "";
     std::vector<std::pair<std::string, std::string>> uploads(objects.begin(), objects.end());
     uploads.emplace_back("train/folder/", "");
@@ -180,7 +180,7 @@ TEST_F(S3Store, UnknownAccessKeyIsACredentialsError) {
 
 TEST_F(S3Store, ManyThreadsReadAtOnce) {
   std::vector<std::pair<std::string, std::string>> uploads;
-  for (int i = 0; i < 64; ++i) uploads.emplace_back(fmt::format("t/{:03d}", i), s3_test_payload(10000 + i, i));
+  for (int i = 0; i < 64; ++i) uploads.emplace_back(fmt::format("t/{:03d}", i), reproducible_bytes(10000 + i, i));
   server_->put_objects("data", uploads);
   auto options = server_->options("s3://data/t/");
   options.max_connections = 4;

@@ -20,6 +20,7 @@
 #include "gpufeed/torch_step/torch_loader.hpp"
 #include "plugin_lookup.hpp"
 #include "support/child_process.hpp"
+#include "support/python_fixtures.hpp"
 #include "support/temp_dir.hpp"
 
 namespace gpufeed::loader {
