@@ -243,11 +243,7 @@ class Session {
     auto [it, inserted] = procs_.try_emplace(pid);
     if (!inserted) return;
     Tracked& p = it->second;
-    p.info.pid = pid;
-    p.info.rank = rank;
-    p.info.worker = worker;
-    p.info.first_seen_s = t;
-    p.info.last_seen_s = t;
+    p.info = ProcessInfo::seen(pid, rank, worker, t);
     if (auto s = proc_.pid_stat(pid)) {
       p.info.comm = s->comm;
       p.info.ppid = s->ppid;

@@ -111,8 +111,14 @@ TEST_P(MonitorEnding, ASignalDetachesCleanlyAndLeavesTheJobUnharmed) {
   auto g = gpufeed({"monitor", "--pid", std::to_string(job.pid()), "--listen", "127.0.0.1:0", "--interval", "0.2"});
   const int port = wait_until_monitoring();
   ASSERT_GT(port, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few intervals published
-  auto scrape = http_get(port, "/metrics");
+  // The signal comes once an interval has been published, however slow the machine.
+  std::optional<std::string> scrape;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < until) {
+    scrape = http_get(port, "/metrics");
+    if (scrape && scrape->find("gpufeed_loop_data_wait_ratio{") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   ASSERT_TRUE(scrape) << "no /metrics from the running monitor";
   EXPECT_NE(scrape->find("gpufeed_loop_data_wait_ratio{"), std::string::npos);
   g->signal(GetParam());

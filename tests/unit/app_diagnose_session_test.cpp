@@ -201,12 +201,9 @@ class FakePlatform final : public DiagnosePlatform {
     return std::make_unique<FakeCommand>(command_pid, command_exit, command_exits_at, now, log, exec_fails);
   }
   SlowCall slow_call(const TraceEvent& ev, double t_s) override {
-    SlowCall c;
+    SlowCall c;  // the fields the tests read
     c.t_s = t_s;
     c.dur_ms = static_cast<double>(ev.dur_ns) / 1e6;
-    c.pid = ev.tgid;
-    c.nr = ev.nr;
-    c.kind = ev.kind;
     c.path = "/data/" + ev.path;
     return c;
   }

@@ -141,7 +141,9 @@ TEST(EvidenceWindow, AWorkerBornInTheWindowCountsAllItsCpu) {
   w.add_tick(std::move(t1));
   const Evidence e = w.evidence(one_rank());
   for (const auto& p : e.processes) {
-    if (p.pid == 12) EXPECT_NEAR(p.cpu_s, 0.3, 1e-9);
+    if (p.pid == 12) {
+      EXPECT_NEAR(p.cpu_s, 0.3, 1e-9);
+    }
   }
 }
 

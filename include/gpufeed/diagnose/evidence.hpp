@@ -72,6 +72,16 @@ struct ProcessInfo {
   double cpu_s = 0;             // on-CPU time inside the window
   std::map<char, int> states;   // samples per /proc state (R, S, D ...)
   std::uint64_t max_rss_bytes = 0;
+
+  // A process as first seen at `t_s`: a rank's main process or a worker.
+  static ProcessInfo seen(int pid, int rank, bool worker, double t_s) {
+    ProcessInfo p;
+    p.pid = pid;
+    p.rank = rank;
+    p.worker = worker;
+    p.first_seen_s = p.last_seen_s = t_s;
+    return p;
+  }
 };
 
 // What sampling /proc/PID/syscall saw (the /proc-only estimate of where time goes).

@@ -31,13 +31,9 @@ void EvidenceWindow::track(int pid, int ppid, int rank, bool worker, const std::
   auto [it, inserted] = processes_.try_emplace(pid);
   if (!inserted) return;
   Followed& f = it->second;
-  f.info.pid = pid;
+  f.info = ProcessInfo::seen(pid, rank, worker, t_s);
   f.info.ppid = ppid;
-  f.info.rank = rank;
-  f.info.worker = worker;
   f.info.comm = comm;
-  f.info.first_seen_s = t_s;
-  f.info.last_seen_s = t_s;
   f.born_now = born_now;
 }
 
