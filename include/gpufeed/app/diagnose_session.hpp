@@ -4,7 +4,7 @@
 // GPUs, and returns the diagnosis. The session holds the policy; the ports
 // below hold the machine (the tracer, the launched command, /proc, the
 // GPUs, the clock, the stop signals), so unit tests drive it with fakes
-// (tests/unit/app_diagnose_session_test.cpp) and the CLI wires the real
+// (tests/app/diagnose_session_test.cpp) and the CLI wires the real
 // adapters (trace/diagnose_platform.hpp).
 //
 // The traced job is never signalled or stopped by gpufeed; tracing ends

@@ -3,7 +3,7 @@
 // budget, measure, model, verify, choose - that return values, driven
 // through the ports below. The session holds the policy; the ports hold the
 // machine (probe, the store, the trials, the clock, the output), so unit
-// tests drive the whole session with fakes (tests/unit/app_tune_session_test.cpp)
+// tests drive the whole session with fakes (tests/app/tune_session_test.cpp)
 // and the CLI wires the real adapters (src/cli/tune_platform.cpp).
 #include <atomic>
 #include <cstdint>
