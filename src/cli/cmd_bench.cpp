@@ -245,15 +245,15 @@ Command add_bench_command(CLI::App& app) {
       ->check(whole_in("--level-samples", {1, 1e9, "samples", false, "2000"}))->default_val(2000)
       ->group("Storage");
   add_output_options(*cmd, o->output);
-  cmd->footer(
-      "Workers build whole batches, one sample after another; batches arrive in order; at most\n"
-      "prefetch x workers batches are in flight; batches are collated into page-locked buffers and\n"
-      "copied to the device on a dedicated stream while the previous step runs (docs/loader.md).\n\n"
-      "Examples:\n"
-      "  gpufeed bench --data synthetic:s3fs --workers 8 --prefetch 4 --batch-size 64 --step-ms 40\n"
-      "  gpufeed bench --data /data/imagenet/train --decode jpeg --workers 8 --batch-size 256 --step-ms 40\n"
-      "  gpufeed bench --data s3://bucket/train --s3-endpoint http://127.0.0.1:9000 --cache-dir /nvme/cache\n"
-      "  gpufeed bench --storage-only --data /mnt/s3fs/train --json storage.json");
+  cmd->footer(R"(Workers build whole batches, one sample after another; batches arrive in order; at most
+prefetch x workers batches are in flight; batches are collated into page-locked buffers and
+copied to the device on a dedicated stream while the previous step runs (docs/loader.md).
+
+Examples:
+  gpufeed bench --data synthetic:s3fs --workers 8 --prefetch 4 --batch-size 64 --step-ms 40
+  gpufeed bench --data /data/imagenet/train --decode jpeg --workers 8 --batch-size 256 --step-ms 40
+  gpufeed bench --data s3://bucket/train --s3-endpoint http://127.0.0.1:9000 --cache-dir /nvme/cache
+  gpufeed bench --storage-only --data /mnt/s3fs/train --json storage.json)");
   return {cmd, [o](Context& ctx) { return run_bench(*o, ctx); }};
 }
 

@@ -258,12 +258,14 @@ Command add_check_command(CLI::App& app) {
                   "file itself, so give it here (usually the config's workload.exec)")
       ->type_name("CMD");
   add_output_options(*cmd, o->output);
-  cmd->footer("Exit codes: 0 pass, 4 check failed (too slow, more workers than CPUs with every CPU busy, page-locked\n"
-              "memory over the budget, or an unknown config schema), 2 bad input, 1 the run failed or was interrupted\n"
-              "(no verdict). A config from tune --exec names its job, but check runs only a command given with\n"
-              "--exec on its own command line.\n\n"
-              "Examples:\n  gpufeed check --config gpufeed-config.json --tolerance 0.1 --json check.json\n"
-              "  gpufeed check --config job-config.json --exec 'python train.py --workers {num_workers}'");
+  cmd->footer(R"(Exit codes: 0 pass, 4 check failed (too slow, more workers than CPUs with every CPU busy, page-locked
+memory over the budget, or an unknown config schema), 2 bad input, 1 the run failed or was interrupted
+(no verdict). A config from tune --exec names its job, but check runs only a command given with
+--exec on its own command line.
+
+Examples:
+  gpufeed check --config gpufeed-config.json --tolerance 0.1 --json check.json
+  gpufeed check --config job-config.json --exec 'python train.py --workers {num_workers}')");
   return {cmd, [o](Context& ctx) { return run_check(*o, ctx); }};
 }
 

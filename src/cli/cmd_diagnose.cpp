@@ -122,14 +122,14 @@ Command add_diagnose_command(CLI::App& app) {
       ->type_name("info|warning|critical");
   add_output_options(*cmd, o->output);
   cmd->add_option("command", o->request.command, "The command to launch and trace (after --)")->type_name("CMD");
-  cmd->footer(
-      "Give --pid (one per rank) to attach to a running job, or '-- CMD ARGS...' to launch one and trace it from\n"
-      "its first instruction; gpufeed then exits with the command's exit code (4 if --fail-on triggers).\n"
-      "Needs root or CAP_BPF+CAP_PERFMON for eBPF; otherwise it samples /proc and says so.\n\n"
-      "Examples:\n"
-      "  gpufeed diagnose --pid $(pgrep -f train.py | head -1) --duration 30\n"
-      "  gpufeed diagnose --json diag.json --trace diag.trace.json -- python train.py --workers 4\n"
-      "  gpufeed diagnose --pid 4242 --fail-on warning --quiet --json -     # for CI");
+  cmd->footer(R"(Give --pid (one per rank) to attach to a running job, or '-- CMD ARGS...' to launch one and trace it from
+its first instruction; gpufeed then exits with the command's exit code (4 if --fail-on triggers).
+Needs root or CAP_BPF+CAP_PERFMON for eBPF; otherwise it samples /proc and says so.
+
+Examples:
+  gpufeed diagnose --pid $(pgrep -f train.py | head -1) --duration 30
+  gpufeed diagnose --json diag.json --trace diag.trace.json -- python train.py --workers 4
+  gpufeed diagnose --pid 4242 --fail-on warning --quiet --json -     # for CI)");
   return {cmd, [o](Context& ctx) { return run_diagnose(*o, ctx); }};
 }
 

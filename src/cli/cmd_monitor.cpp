@@ -99,18 +99,18 @@ Command add_monitor_command(CLI::App& app) {
       ->type_name("NAME");
   cmd->add_flag("-q,--quiet", o->quiet, "No notes and no finding lines on stderr (errors only)");
   cmd->add_option("command", o->request.command, "The command to launch and watch (after --)")->type_name("CMD");
-  cmd->footer(
-      "Give --pid (one per rank) to watch a running job, or '-- CMD ARGS...' to launch one; monitor runs until the\n"
-      "job ends (exit 0, or the command's exit code), --duration passes, or SIGINT/SIGTERM (exit 0), and the\n"
-      "job is never signalled. With --comm and/or --cgroup it follows a job that restarts: each matching process\n"
-      "under no followed one is a rank, and monitor runs on after the job ends, until --duration or a signal. DataLoader workers re-forked each epoch are followed. Needs root or\n"
-      "CAP_BPF+CAP_PERFMON (eBPF). Findings are diagnose's, on the window; a start or stop is logged once.\n"
-      "Alert rules for these metrics: profiles/prometheus/gpufeed-rules.yml (docs/monitor.md).\n\n"
-      "Examples:\n"
-      "  gpufeed monitor --pid $(pgrep -f train.py | head -1)                 # scrape http://127.0.0.1:9464/metrics\n"
-      "  gpufeed monitor --no-listen --jsonl feed.jsonl -- python train.py\n"
-      "  gpufeed monitor --pid 4242 --pid 4243 --listen :9464 --job resnet50   # two ranks, all interfaces\n"
-      "  gpufeed monitor --cgroup system.slice/train.service --comm python3    # the unit's trainer, across restarts");
+  cmd->footer(R"(Give --pid (one per rank) to watch a running job, or '-- CMD ARGS...' to launch one; monitor runs until the
+job ends (exit 0, or the command's exit code), --duration passes, or SIGINT/SIGTERM (exit 0), and the
+job is never signalled. With --comm and/or --cgroup it follows a job that restarts: each matching process
+under no followed one is a rank, and monitor runs on after the job ends, until --duration or a signal. DataLoader workers re-forked each epoch are followed. Needs root or
+CAP_BPF+CAP_PERFMON (eBPF). Findings are diagnose's, on the window; a start or stop is logged once.
+Alert rules for these metrics: profiles/prometheus/gpufeed-rules.yml (docs/monitor.md).
+
+Examples:
+  gpufeed monitor --pid $(pgrep -f train.py | head -1)                 # scrape http://127.0.0.1:9464/metrics
+  gpufeed monitor --no-listen --jsonl feed.jsonl -- python train.py
+  gpufeed monitor --pid 4242 --pid 4243 --listen :9464 --job resnet50   # two ranks, all interfaces
+  gpufeed monitor --cgroup system.slice/train.service --comm python3    # the unit's trainer, across restarts)");
   return {cmd, [o](Context& ctx) { return run_monitor(*o, ctx); }};
 }
 

@@ -66,13 +66,13 @@ Command add_probe_command(CLI::App& app) {
       ->default_val("auto")
       ->type_name("BACKEND");
   add_output_options(*cmd, req->output);
-  cmd->footer(
-      "The budget reserves ~10% of each NUMA node's cores for the system and 2 cores per GPU\n"
-      "for the rank's main and pin-memory threads; the rest are split among that node's GPUs.\n\n"
-      "Examples:\n"
-      "  gpufeed probe\n"
-      "  gpufeed probe --json probe.json\n"
-      "  gpufeed probe --topology node.xml --json -     # a machine exported with 'lstopo --of xml'");
+  cmd->footer(R"(The budget reserves ~10% of each NUMA node's cores for the system and 2 cores per GPU
+for the rank's main and pin-memory threads; the rest are split among that node's GPUs.
+
+Examples:
+  gpufeed probe
+  gpufeed probe --json probe.json
+  gpufeed probe --topology node.xml --json -     # a machine exported with 'lstopo --of xml')");
   return {cmd, [req](Context& ctx) { return run_probe(*req, ctx); }};
 }
 

@@ -115,21 +115,18 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", r->quiet, "Only write the config");
   // Accepted as on every command; tune's phase lines are its whole report.
   cmd->add_flag("--verbose,-v")->description("Accepted for symmetry with the other commands (tune's report is complete without it)");
-  cmd->footer(
-      "Phases: 1 budget (probe) - 2 measure (storage vs concurrency, CPU per sample, step) - 3 model\n"
-      "(simulate every candidate, all ranks at once) - 4 verify (trials; losers stop after a short round)\n"
-      "- 5 choose (the cheapest config within --tolerance of the best measured). Ctrl-C writes the best\n"
-      "config found so far. docs/tune.md explains each phase.\n\n"
-      "Examples:\n"
-      "  gpufeed tune --data /mnt/s3fs/train --batch-size 256 --step-ms 45\n"
-      "  gpufeed tune --data /data/train --decode jpeg --full-decode --filter bilinear --batch-size 256 --step-ms 45 "
-      "--pytorch-probe\n"
-      "  sudo gpufeed diagnose --pid PID --json diag.json && gpufeed tune --data /mnt/s3fs/train --batch-size 256 "
-      "--from diag.json\n"
-      "  gpufeed tune --data /data/train --exec 'python train.py --workers {num_workers} --prefetch "
-      "{prefetch_factor}' --metric-regex 'samples/s: ([0-9.]+)'\n"
-      "  gpufeed tune --simulate --profile h100-8 --profile imagenet-resnet50\n"
-      "  gpufeed check --config gpufeed-config.json     # in CI");
+  cmd->footer(R"(Phases: 1 budget (probe) - 2 measure (storage vs concurrency, CPU per sample, step) - 3 model
+(simulate every candidate, all ranks at once) - 4 verify (trials; losers stop after a short round)
+- 5 choose (the cheapest config within --tolerance of the best measured). Ctrl-C writes the best
+config found so far. docs/tune.md explains each phase.
+
+Examples:
+  gpufeed tune --data /mnt/s3fs/train --batch-size 256 --step-ms 45
+  gpufeed tune --data /data/train --decode jpeg --full-decode --filter bilinear --batch-size 256 --step-ms 45 --pytorch-probe
+  sudo gpufeed diagnose --pid PID --json diag.json && gpufeed tune --data /mnt/s3fs/train --batch-size 256 --from diag.json
+  gpufeed tune --data /data/train --exec 'python train.py --workers {num_workers} --prefetch {prefetch_factor}' --metric-regex 'samples/s: ([0-9.]+)'
+  gpufeed tune --simulate --profile h100-8 --profile imagenet-resnet50
+  gpufeed check --config gpufeed-config.json     # in CI)");
   return {cmd, [r](Context& ctx) { return run_tune(*r, ctx); }};
 }
 
