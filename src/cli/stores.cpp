@@ -62,10 +62,10 @@ StoreKind s3_kind() {
             s3.endpoint = o.s3_endpoint;
             s3.region = o.s3_region;
             s3.profile = o.s3_profile;
-            s3.max_connections = o.s3_connections;
-            s3.max_attempts = o.s3_max_attempts;
-            s3.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.s3_connect_timeout_s * 1000));
-            s3.request_timeout = std::chrono::seconds(o.s3_request_timeout_s);
+            s3.requests.max_connections = o.s3_connections;
+            s3.requests.max_attempts = o.s3_max_attempts;
+            s3.requests.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.s3_connect_timeout_s * 1000));
+            s3.requests.request_timeout = std::chrono::seconds(o.s3_request_timeout_s);
             s3.env = loader::environment_map();
             return loader::open_s3_source(s3);
           }};

@@ -100,8 +100,8 @@ std::string plural(int n, const char* word) { return fmt::format("{} {}{}", n, w
 
 S3Client::S3Client(const S3Config& config)
     : config_(config),
-      pool_(config.max_connections),
-      backoff_(config.retry_base, config.retry_cap, config.retry_seed),
+      pool_(config.requests.max_connections),
+      backoff_(config.requests.retry_base, config.requests.retry_cap, config.retry_seed),
       sigv4_("aws:amz:" + config.region + ":s3") {}
 
 std::string S3Client::redact(std::string text) const {
@@ -138,7 +138,7 @@ void S3Client::attempt_once(CURL* handle, const std::string& url, const Request&
   }
 
   HeaderSink sink{&attempt.response, attempt.body};
-  const long stall_seconds = std::max<long>(1, static_cast<long>((config_.request_timeout.count() + 999) / 1000));
+  const long stall_seconds = std::max<long>(1, static_cast<long>((config_.requests.request_timeout.count() + 999) / 1000));
 
   curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
   curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -150,7 +150,7 @@ void S3Client::attempt_once(CURL* handle, const std::string& url, const Request&
   curl_easy_setopt(handle, CURLOPT_USERNAME, config_.credentials.access_key_id.c_str());
   curl_easy_setopt(handle, CURLOPT_PASSWORD, config_.credentials.secret_access_key.c_str());
   curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(config_.connect_timeout.count()));
+  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(config_.requests.connect_timeout.count()));
   curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, 0L);
   curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, stall_seconds);
@@ -201,8 +201,8 @@ std::string transport_reason(const S3Config& config, CURLcode code, long os_errn
     case CURLE_COULDNT_RESOLVE_HOST:
       return "cannot resolve the host name";
     case CURLE_OPERATION_TIMEDOUT:
-      if (!request_sent) return fmt::format("no connection within {} ms", config.connect_timeout.count());
-      return fmt::format("no data for {} ms (request timeout)", config.request_timeout.count());
+      if (!request_sent) return fmt::format("no connection within {} ms", config.requests.connect_timeout.count());
+      return fmt::format("no data for {} ms (request timeout)", config.requests.request_timeout.count());
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR:
       if (os_errno == ECONNRESET) return "connection reset by the server";
@@ -249,7 +249,7 @@ Response S3Client::perform(const Request& request, std::vector<std::byte>& body)
                             "check the endpoint (--s3-endpoint) and its TLS setup");
       }
     }
-    if (attempt_no >= config_.max_attempts) {
+    if (attempt_no >= config_.requests.max_attempts) {
       const bool answered = attempt.code == CURLE_OK;
       throw runtime_error(
           fmt::format("S3 {} failed after {}: {} ({})", request.what, plural(attempt_no, "attempt"), reason, endpoint),

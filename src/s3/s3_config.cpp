@@ -200,13 +200,13 @@ std::string S3Config::object_url(std::string_view key) const { return "s3://" + 
 S3Config resolve_config(const S3Options& options) {
   S3Config config;
   config.url = parse_s3_url(options.url);
-  check_range("max_connections", options.max_connections, 1, 1024);
-  check_range("max_attempts", options.max_attempts, 1, 100);
-  check_range("list_page_size", options.list_page_size, 1, 1000);
-  check_range("connect_timeout (ms)", options.connect_timeout.count(), 1, 3'600'000);
-  check_range("request_timeout (ms)", options.request_timeout.count(), 1, 3'600'000);
-  check_range("retry_base (ms)", options.retry_base.count(), 0, 3'600'000);
-  check_range("retry_cap (ms)", options.retry_cap.count(), 0, 3'600'000);
+  check_range("max_connections", options.requests.max_connections, 1, 1024);
+  check_range("max_attempts", options.requests.max_attempts, 1, 100);
+  check_range("list_page_size", options.requests.list_page_size, 1, 1000);
+  check_range("connect_timeout (ms)", options.requests.connect_timeout.count(), 1, 3'600'000);
+  check_range("request_timeout (ms)", options.requests.request_timeout.count(), 1, 3'600'000);
+  check_range("retry_base (ms)", options.requests.retry_base.count(), 0, 3'600'000);
+  check_range("retry_cap (ms)", options.requests.retry_cap.count(), 0, 3'600'000);
   config.region = resolve_region(options);
 
   std::string endpoint = options.endpoint;
@@ -225,13 +225,7 @@ S3Config resolve_config(const S3Options& options) {
   }
 
   config.credentials = resolve_credentials(options);
-  config.max_connections = options.max_connections;
-  config.max_attempts = options.max_attempts;
-  config.connect_timeout = options.connect_timeout;
-  config.request_timeout = options.request_timeout;
-  config.retry_base = options.retry_base;
-  config.retry_cap = options.retry_cap;
-  config.list_page_size = options.list_page_size;
+  config.requests = options.requests;
   config.retry_seed = options.retry_seed ? *options.retry_seed : random_seed();
   return config;
 }

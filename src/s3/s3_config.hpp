@@ -45,13 +45,7 @@ struct S3Config {
   bool path_style = true;
   std::string region;
   Credentials credentials;
-  int max_connections = 16;
-  int max_attempts = 5;
-  std::chrono::milliseconds connect_timeout{5000};
-  std::chrono::milliseconds request_timeout{30000};
-  std::chrono::milliseconds retry_base{100};
-  std::chrono::milliseconds retry_cap{5000};
-  int list_page_size = 1000;
+  S3RequestPolicy requests;
   std::uint64_t retry_seed = 0;
 
   // "s3://bucket/prefix" and "s3://bucket/key" as users write them.

@@ -35,7 +35,7 @@ class S3Source final : public SampleSource {
     for (;;) {
       s3::Request request;
       request.what = "LIST " + c.location();
-      request.query = {{"list-type", "2"}, {"max-keys", std::to_string(c.list_page_size)}};
+      request.query = {{"list-type", "2"}, {"max-keys", std::to_string(c.requests.list_page_size)}};
       if (!c.url.prefix.empty()) request.query.emplace_back("prefix", c.url.prefix);
       if (!token.empty()) request.query.emplace_back("continuation-token", token);
       const auto response = client_.perform(request, body);

@@ -155,11 +155,11 @@ loader::S3Options s3_test_options(const std::string& url, const std::string& end
   options.url = url;
   options.endpoint = endpoint;
   options.env = {{"AWS_ACCESS_KEY_ID", "S3RVER"}, {"AWS_SECRET_ACCESS_KEY", "S3RVER"}};
-  options.max_connections = 8;
-  options.connect_timeout = std::chrono::milliseconds(2000);
-  options.request_timeout = std::chrono::milliseconds(5000);
-  options.retry_base = std::chrono::milliseconds(20);
-  options.retry_cap = std::chrono::milliseconds(200);
+  options.requests.max_connections = 8;
+  options.requests.connect_timeout = std::chrono::milliseconds(2000);
+  options.requests.request_timeout = std::chrono::milliseconds(5000);
+  options.requests.retry_base = std::chrono::milliseconds(20);
+  options.requests.retry_cap = std::chrono::milliseconds(200);
   options.retry_seed = 1;
   return options;
 }

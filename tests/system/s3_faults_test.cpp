@@ -90,7 +90,7 @@ TEST_F(S3Faults, ConnectionResetsAreRetried) {
 TEST_F(S3Faults, PersistentFailureGivesUpAfterMaxAttempts) {
   FaultProxy proxy(server_->port(), FaultProxy::fail_first(1000, 503, "SlowDown", "Please reduce your request rate."));
   auto options = s3_test_options("s3://data/k/", proxy.endpoint());
-  options.max_attempts = 3;
+  options.requests.max_attempts = 3;
   auto source = open_s3_source(options);
   std::vector<std::byte> out;
   const auto e = error_from([&] { source->read({"k/one", 12, ""}, out); });
@@ -104,8 +104,8 @@ TEST_F(S3Faults, PersistentFailureGivesUpAfterMaxAttempts) {
 
 TEST_F(S3Faults, KilledServerEndsInAClearErrorNotAHang) {
   auto options = server_->options("s3://data/k/");
-  options.retry_base = std::chrono::milliseconds(50);
-  options.retry_cap = std::chrono::milliseconds(400);
+  options.requests.retry_base = std::chrono::milliseconds(50);
+  options.requests.retry_cap = std::chrono::milliseconds(400);
   auto source = open_s3_source(options);
   const auto samples = source->list();
   ASSERT_EQ(samples.size(), 2u);
@@ -153,8 +153,8 @@ TEST_F(S3Faults, KilledServerEndsInAClearErrorNotAHang) {
 TEST(S3FaultsNoServer, HangingServerTimesOut) {
   FaultProxy proxy(0, [](const HttpRequest&, int) { return Fault::hang(); });
   auto options = s3_test_options("s3://data/k/", proxy.endpoint());
-  options.request_timeout = std::chrono::milliseconds(1000);
-  options.max_attempts = 2;
+  options.requests.request_timeout = std::chrono::milliseconds(1000);
+  options.requests.max_attempts = 2;
   auto source = open_s3_source(options);
   const auto start = Clock::now();
   const auto e = error_from([&] { source->stat({"k/one", 1, ""}); });
@@ -184,8 +184,8 @@ TEST(S3FaultsNoServer, UnansweredConnectTimesOut) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   auto options = s3_test_options("s3://data/k/", "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)));
-  options.connect_timeout = std::chrono::milliseconds(300);
-  options.max_attempts = 2;
+  options.requests.connect_timeout = std::chrono::milliseconds(300);
+  options.requests.max_attempts = 2;
   const auto start = Clock::now();
   const auto e = error_from([&] { open_s3_source(options)->list(); });
   EXPECT_NE(std::string(e.what()).find("failed after 2 attempts: no connection within 300 ms"), std::string::npos)
@@ -198,7 +198,7 @@ TEST(S3FaultsNoServer, UnansweredConnectTimesOut) {
 TEST(S3FaultsNoServer, NothingListeningIsConnectionRefused) {
   const int port = testing::closed_loopback_port();
   auto options = s3_test_options("s3://data/k/", "http://127.0.0.1:" + std::to_string(port));
-  options.max_attempts = 2;
+  options.requests.max_attempts = 2;
   const auto e = error_from([&] { open_s3_source(options)->list(); });
   EXPECT_EQ(
       std::string(e.what()),
@@ -278,7 +278,7 @@ TEST(S3FaultsNoServer, ConcurrencyIsBoundedByMaxConnections) {
   FaultProxy proxy(
       0, [](const HttpRequest&, int) { return Fault::respond(200, "payload", std::chrono::milliseconds(20)); });
   auto options = s3_test_options("s3://data/k/", proxy.endpoint());
-  options.max_connections = 3;
+  options.requests.max_connections = 3;
   auto source = open_s3_source(options);
   std::vector<std::thread> workers;
   for (int t = 0; t < 12; ++t) {

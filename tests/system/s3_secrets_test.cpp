@@ -28,8 +28,8 @@ constexpr const char* kToken = "TOKENNEVERSHOWN//xyz=";
 S3Options secret_options(const std::string& url, const std::string& endpoint) {
   auto options = testing::s3_test_options(url, endpoint);
   options.env = {{"AWS_ACCESS_KEY_ID", kKeyId}, {"AWS_SECRET_ACCESS_KEY", kSecret}, {"AWS_SESSION_TOKEN", kToken}};
-  options.max_attempts = 2;
-  options.request_timeout = std::chrono::milliseconds(1000);
+  options.requests.max_attempts = 2;
+  options.requests.request_timeout = std::chrono::milliseconds(1000);
   return options;
 }
 
@@ -99,7 +99,7 @@ TEST_F(S3Secrets, ConfigurationErrorsShowNoCredentials) {
   });
   expect_no_secret("option out of range", [&] {
     auto o = options;
-    o.max_connections = -1;
+    o.requests.max_connections = -1;
     open_s3_source(o);
   });
   EXPECT_EQ(paths_, 9);

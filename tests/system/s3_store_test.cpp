@@ -95,7 +95,7 @@ TEST_F(S3Store, PagesThroughLongListings) {
   EXPECT_EQ(proxy.requests().size(), 3u) << "1000 + 1000 + 500";
 
   options.url = "s3://data/few/";
-  options.list_page_size = 7;
+  options.requests.list_page_size = 7;
   samples = open_s3_source(options)->list();
   ASSERT_EQ(samples.size(), 25u);
   const auto requests = proxy.requests();
@@ -183,7 +183,7 @@ TEST_F(S3Store, ManyThreadsReadAtOnce) {
   for (int i = 0; i < 64; ++i) uploads.emplace_back(fmt::format("t/{:03d}", i), reproducible_bytes(10000 + i, i));
   server_->put_objects("data", uploads);
   auto options = server_->options("s3://data/t/");
-  options.max_connections = 4;
+  options.requests.max_connections = 4;
   auto source = open_s3_source(options);
   const auto samples = source->list();
   ASSERT_EQ(samples.size(), 64u);
@@ -222,7 +222,7 @@ TEST_F(S3Store, ReusesConnections) {
   const auto objects = upload_training_set();
   const int before = client_sockets_to(server_->port());
   auto options = server_->options("s3://data/train/");
-  options.max_connections = 2;
+  options.requests.max_connections = 2;
   auto source = open_s3_source(options);
   const auto samples = source->list();
   std::vector<std::byte> out;

@@ -201,16 +201,16 @@ TEST(S3Config, AwsItselfIsVirtualHostedWhereTheNameAllows) {
 
 TEST(S3Config, OptionsOutOfRangeAreUsageErrors) {
   auto options = base_options();
-  options.max_connections = 0;
+  options.requests.max_connections = 0;
   EXPECT_NE(usage_error_text([&] { resolve_config(options); }).find("max_connections"), std::string::npos);
   options = base_options();
-  options.max_attempts = 0;
+  options.requests.max_attempts = 0;
   EXPECT_NE(usage_error_text([&] { resolve_config(options); }).find("max_attempts"), std::string::npos);
   options = base_options();
-  options.list_page_size = 1001;
+  options.requests.list_page_size = 1001;
   EXPECT_NE(usage_error_text([&] { resolve_config(options); }).find("list_page_size"), std::string::npos);
   options = base_options();
-  options.connect_timeout = std::chrono::milliseconds(0);
+  options.requests.connect_timeout = std::chrono::milliseconds(0);
   EXPECT_NE(usage_error_text([&] { resolve_config(options); }).find("connect_timeout"), std::string::npos);
   options = base_options();
   options.url = "s3:/bucket";

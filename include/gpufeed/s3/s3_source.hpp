@@ -15,13 +15,9 @@
 
 namespace gpufeed::loader {
 
-struct S3Options {
-  std::string url;           // s3://bucket/prefix (the prefix is a plain key prefix)
-  std::string endpoint;      // "http://127.0.0.1:4569"; empty: AWS_ENDPOINT_URL_S3,
-                             // AWS_ENDPOINT_URL, else https://s3.<region>.amazonaws.com
-  std::string region;        // empty: AWS_REGION, AWS_DEFAULT_REGION, the profile's
-                             // region in ~/.aws/config, else us-east-1
-  std::string profile;       // empty: environment credentials, else AWS_PROFILE or "default"
+// How requests are made: shared by the options a user gives and the
+// resolved config the client runs on, so one is copied into the other whole.
+struct S3RequestPolicy {
   int max_connections = 16;  // requests in flight at once (and connections kept)
   int max_attempts = 5;      // tries per request, the first included
   std::chrono::milliseconds connect_timeout{5000};
@@ -34,6 +30,16 @@ struct S3Options {
   std::chrono::milliseconds retry_base{100};
   std::chrono::milliseconds retry_cap{5000};
   int list_page_size = 1000;  // ListObjectsV2 max-keys (S3 caps it at 1000)
+};
+
+struct S3Options {
+  std::string url;           // s3://bucket/prefix (the prefix is a plain key prefix)
+  std::string endpoint;      // "http://127.0.0.1:4569"; empty: AWS_ENDPOINT_URL_S3,
+                             // AWS_ENDPOINT_URL, else https://s3.<region>.amazonaws.com
+  std::string region;        // empty: AWS_REGION, AWS_DEFAULT_REGION, the profile's
+                             // region in ~/.aws/config, else us-east-1
+  std::string profile;       // empty: environment credentials, else AWS_PROFILE or "default"
+  S3RequestPolicy requests;
   // Seeds the jitter; nullopt seeds from std::random_device so that many
   // ranks retrying at once do not retry in step.
   std::optional<std::uint64_t> retry_seed;
