@@ -138,13 +138,7 @@ class Session {
                         "e.g. gpufeed diagnose --pid 4242, or gpufeed diagnose -- python train.py");
     }
     if (req_.duration_s <= 0) throw usage_error("--duration must be positive", "e.g. --duration 30");
-    std::set<int> seen;
-    for (int pid : req_.pids) {
-      if (pid <= 0 || !proc_.alive(pid)) {
-        throw usage_error(fmt::format("process {} does not exist", pid), "check the PID with 'ps' or 'pgrep -f train'");
-      }
-      if (!seen.insert(pid).second) throw usage_error(fmt::format("process {} is given twice", pid), "give each rank once");
-    }
+    require_target_pids(proc_, req_.pids);
   }
 
   void start_tracer() {

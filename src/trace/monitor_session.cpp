@@ -188,13 +188,7 @@ class Monitor {
       cgroup_dir_ = req_.cgroup.front() == '/' ? req_.cgroup : "/sys/fs/cgroup/" + req_.cgroup;
       while (cgroup_dir_.size() > 1 && cgroup_dir_.back() == '/') cgroup_dir_.pop_back();
     }
-    std::set<int> seen;
-    for (int pid : req_.pids) {
-      if (pid <= 0 || !proc_.alive(pid)) {
-        throw usage_error(fmt::format("process {} does not exist", pid), "check the PID with 'ps' or 'pgrep -f train'");
-      }
-      if (!seen.insert(pid).second) throw usage_error(fmt::format("process {} is given twice", pid), "give each rank once");
-    }
+    require_target_pids(proc_, req_.pids);
   }
 
   void open_jsonl() {

@@ -32,4 +32,8 @@ class ProcSource {
   virtual std::optional<MemInfo> meminfo() const = 0;
 };
 
+// Checks the processes a user named as ranks (--pid): each one running,
+// none twice. Throws usage_error naming the PID; diagnose and monitor share it.
+void require_target_pids(const ProcSource& proc, const std::vector<int>& pids);
+
 }  // namespace gpufeed
