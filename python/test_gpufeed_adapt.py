@@ -4,7 +4,7 @@ The policy runs against a simulated loader over a matrix of jobs (storage
 latency, CPU per sample, step, batch, cores) and is judged against the best
 config of an exhaustive search far wider than its own steps. The real
 PyTorch DataLoader runs in AdaptiveLoaderTorchTest; the FUSE fixture's
-starving job in tests/root/adapt_test.cpp."""
+starving job in tests/python/gpufeed_adapt_test.cpp."""
 import itertools
 import json
 import os

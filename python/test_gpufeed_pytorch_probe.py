@@ -1,6 +1,6 @@
 """Tests of python/gpufeed_pytorch_probe.py's crop geometry and arguments (standard library only):
 /usr/bin/python3 -m unittest python/test_gpufeed_pytorch_probe.py. Its measurement under real torch is
-tested through gpufeed tune (tests/system/tune_pytorch_probe_test.cpp)."""
+tested through gpufeed tune (tests/cli/pytorch_probe_test.cpp)."""
 import contextlib
 import io
 import os

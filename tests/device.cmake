@@ -32,16 +32,16 @@ target_compile_definitions(gpufeed_fake_hip_runtime PRIVATE FAKE_HIP=1)
 
 # Unit: the host backend and its page-locked allocator.
 gpufeed_test_suite(gpufeed_device_unit_tests unit
-  unit/device_host_test.cpp
-  unit/device_pinned_test.cpp)
+  device/host_backend_test.cpp
+  device/page_locked_memory_test.cpp)
 target_link_libraries(gpufeed_device_unit_tests PRIVATE gpufeed_device)
 
 # System: the CUDA/HIP backends against the fakes and the real runtimes of
 # this machine, the backend choice, and the LibTorch step plugin.
 gpufeed_test_suite(gpufeed_device_system_tests system
-  system/device_choice_test.cpp
-  system/device_runtime_test.cpp
-  system/torch_step_test.cpp)
+  device/open_backend_test.cpp
+  device/gpu_runtime_test.cpp
+  torch_step/torch_loader_test.cpp)
 target_link_libraries(gpufeed_device_system_tests PRIVATE gpufeed_device gpufeed_torch_loader)
 target_include_directories(gpufeed_device_system_tests PRIVATE
   ${PROJECT_SOURCE_DIR}/src/torch_step ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/fake_gpu_runtime)
@@ -59,5 +59,5 @@ target_compile_definitions(gpufeed_device_system_tests PRIVATE
   GPUFEED_MAKE_MODEL="${CMAKE_CURRENT_SOURCE_DIR}/fixtures/make_model.py")
 
 # GPU: the CUDA backend on a real device; skips without one.
-gpufeed_test_suite(gpufeed_device_gpu_tests gpu gpu/device_cuda_test.cpp)
+gpufeed_test_suite(gpufeed_device_gpu_tests gpu device/stream_backend_cuda_test.cpp)
 target_link_libraries(gpufeed_device_gpu_tests PRIVATE gpufeed_device)

@@ -5,19 +5,19 @@
 find_package(CURL REQUIRED)
 
 gpufeed_test_suite(gpufeed_s3_unit_tests unit
-  unit/s3_config_test.cpp
-  unit/s3_retry_test.cpp
-  unit/s3_url_test.cpp
-  unit/s3_xml_test.cpp)
+  s3/s3_config_test.cpp
+  s3/s3_retry_test.cpp
+  s3/s3_url_test.cpp
+  s3/s3_xml_test.cpp)
 target_link_libraries(gpufeed_s3_unit_tests PRIVATE gpufeed_s3 CURL::libcurl)
 target_include_directories(gpufeed_s3_unit_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/s3)
 
 gpufeed_test_suite(gpufeed_s3_system_tests system
   support/fault_proxy.cpp
   support/s3rver.cpp
-  system/s3_faults_test.cpp
-  system/s3_secrets_test.cpp
-  system/s3_signing_test.cpp
-  system/s3_store_test.cpp)
+  s3/s3_client_faults_test.cpp
+  s3/s3_config_secrets_test.cpp
+  s3/s3_client_signing_test.cpp
+  s3/s3_source_test.cpp)
 target_link_libraries(gpufeed_s3_system_tests PRIVATE gpufeed_s3 CURL::libcurl)
 target_include_directories(gpufeed_s3_system_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/s3)

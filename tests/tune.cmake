@@ -5,9 +5,9 @@
 # workers above 4 in TuneCli.FromDiagnosisTakesTheLoopStep, which alone
 # chooses 2-4).
 gpufeed_test_suite(gpufeed_tune_system_tests system SERIAL
-  system/tune_cli_test.cpp
-  system/tune_pytorch_probe_test.cpp
-  system/tune_trial_length_test.cpp)
+  cli/cmd_tune_test.cpp
+  cli/pytorch_probe_test.cpp
+  cli/tune_trials_test.cpp)
 # The pure-Python helper that applies a config to a DataLoader (standard library only).
 add_test(NAME python.gpufeed_config
          COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/python/test_gpufeed_config.py)
@@ -17,7 +17,7 @@ add_test(NAME python.gpufeed_pytorch_probe
          COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/python/test_gpufeed_pytorch_probe.py)
 set_tests_properties(python.gpufeed_pytorch_probe PROPERTIES LABELS unit)
 # The between-epoch adaptation helper: its policy over a simulated matrix of
-# jobs, and the real PyTorch DataLoader (on FUSE: tests/root/adapt_test.cpp).
+# jobs, and the real PyTorch DataLoader (on FUSE: tests/python/gpufeed_adapt_test.cpp).
 # Serial: its PyTorch test compares epoch rates measured on these two cores.
 add_test(NAME python.gpufeed_adapt
          COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/python/test_gpufeed_adapt.py)

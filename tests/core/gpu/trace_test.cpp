@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "diagnose_scenarios.hpp"
+#include "core/diagnose/diagnose_scenarios.hpp"
 #include "gpufeed/diagnose/findings.hpp"
 #include "gpufeed/error.hpp"
 #include "gpufeed/gpu/activity.hpp"
