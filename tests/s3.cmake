@@ -9,8 +9,6 @@ gpufeed_test_suite(gpufeed_s3_unit_tests unit
   s3/s3_retry_test.cpp
   s3/s3_url_test.cpp
   s3/s3_xml_test.cpp)
-target_link_libraries(gpufeed_s3_unit_tests PRIVATE gpufeed_s3 CURL::libcurl)
-target_include_directories(gpufeed_s3_unit_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/s3)
 
 gpufeed_test_suite(gpufeed_s3_system_tests system
   support/fault_proxy.cpp
@@ -19,5 +17,9 @@ gpufeed_test_suite(gpufeed_s3_system_tests system
   s3/s3_config_secrets_test.cpp
   s3/s3_client_signing_test.cpp
   s3/s3_source_test.cpp)
-target_link_libraries(gpufeed_s3_system_tests PRIVATE gpufeed_s3 CURL::libcurl)
-target_include_directories(gpufeed_s3_system_tests PRIVATE ${PROJECT_SOURCE_DIR}/src/s3)
+
+# Both suites test the store's internals too (src/s3/*.hpp).
+foreach(suite gpufeed_s3_unit_tests gpufeed_s3_system_tests)
+  target_link_libraries(${suite} PRIVATE gpufeed_s3 CURL::libcurl)
+  target_include_directories(${suite} PRIVATE ${PROJECT_SOURCE_DIR}/src/s3)
+endforeach()

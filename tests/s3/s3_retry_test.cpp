@@ -63,18 +63,18 @@ TEST(S3Backoff, SameSeedSameDelaysOtherSeedOthers) {
 }
 
 TEST(S3Backoff, RetriesServerSideAndThrottlingAnswersOnly) {
-  EXPECT_TRUE(retryable_status(500, "InternalError"));
-  EXPECT_TRUE(retryable_status(503, "SlowDown"));
-  EXPECT_TRUE(retryable_status(502, ""));
-  EXPECT_TRUE(retryable_status(504, ""));
-  EXPECT_TRUE(retryable_status(429, ""));
-  EXPECT_TRUE(retryable_status(400, "RequestTimeout"));
-  EXPECT_FALSE(retryable_status(200, ""));
-  EXPECT_FALSE(retryable_status(206, ""));
-  EXPECT_FALSE(retryable_status(400, "InvalidArgument"));
-  EXPECT_FALSE(retryable_status(403, "AccessDenied"));
-  EXPECT_FALSE(retryable_status(404, "NoSuchKey"));
-  EXPECT_FALSE(retryable_status(301, "PermanentRedirect"));
+  struct Answer {
+    int status;
+    const char* code;
+    bool retried;
+  };
+  for (const Answer& a : std::initializer_list<Answer>{
+           {500, "InternalError", true}, {503, "SlowDown", true}, {502, "", true}, {504, "", true},
+           {429, "", true}, {400, "RequestTimeout", true}, {200, "", false}, {206, "", false},
+           {400, "InvalidArgument", false}, {403, "AccessDenied", false}, {404, "NoSuchKey", false},
+           {301, "PermanentRedirect", false}}) {
+    EXPECT_EQ(retryable_status(a.status, a.code), a.retried) << a.status << " " << a.code;
+  }
 }
 
 }  // namespace
