@@ -1,21 +1,14 @@
 // The cache entry format on plain values.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <latch>
-#include <random>
-#include <stdexcept>
-#include <thread>
+#include <span>
+#include <vector>
 
 #include "entry_file.hpp"
 #include "hashing.hpp"
-#include "lru_map.hpp"
-#include "single_flight.hpp"
 
 namespace gpufeed::loader::cache {
 namespace {
-
-using Lru = LruMap<std::string, int>;
 
 TEST(CacheEntryFormat, HeaderRoundTrips) {
   const SampleInfo s{"dir/ü x.jpg", 5, "1700000000123456789"};

@@ -1,21 +1,18 @@
 // CRC-32C and the cache key hashes.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <latch>
+#include <filesystem>
 #include <random>
-#include <stdexcept>
-#include <thread>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "entry_file.hpp"
 #include "hashing.hpp"
-#include "lru_map.hpp"
-#include "single_flight.hpp"
 
 namespace gpufeed::loader::cache {
 namespace {
-
-using Lru = LruMap<std::string, int>;
 
 std::span<const std::byte> bytes_of(std::string_view text) {
   return {reinterpret_cast<const std::byte*>(text.data()), text.size()};

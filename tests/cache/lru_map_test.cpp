@@ -1,16 +1,10 @@
 // LRU bookkeeping of the cache tiers.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <latch>
-#include <random>
-#include <stdexcept>
-#include <thread>
+#include <string>
+#include <vector>
 
-#include "entry_file.hpp"
-#include "hashing.hpp"
 #include "lru_map.hpp"
-#include "single_flight.hpp"
 
 namespace gpufeed::loader::cache {
 namespace {

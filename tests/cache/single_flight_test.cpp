@@ -3,19 +3,13 @@
 
 #include <atomic>
 #include <latch>
-#include <random>
 #include <stdexcept>
 #include <thread>
 
-#include "entry_file.hpp"
-#include "hashing.hpp"
-#include "lru_map.hpp"
 #include "single_flight.hpp"
 
 namespace gpufeed::loader::cache {
 namespace {
-
-using Lru = LruMap<std::string, int>;
 
 TEST(CacheSingleFlight, WaitersShareTheLeadersBytes) {
   SingleFlight flights;
