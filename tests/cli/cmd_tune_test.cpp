@@ -249,16 +249,31 @@ TEST(TuneCli, ExecTargetRunsTheJobPerTrialAndReadsItsMetric) {
       << "grid: workers 1,2,3,4,6,8 x prefetch 1,2,4,8, and the chosen config's repeat for its interval";
 }
 
+// quick_tune with `--exec` running `script` under sh ({num_workers} as $1),
+// at most `max_workers`, and full trials of `trial_seconds` and a short
+// round of `first_round_seconds` when given.
+std::vector<std::string> exec_tune(const TempDir& dir, const std::string& script, const std::string& max_workers,
+                                   const std::string& trial_seconds = "", const std::string& first_round_seconds = "") {
+  const auto job = dir.write("job.sh", script);
+  auto args = quick_tune(dir / "config.json");
+  const auto set = [&args](const char* flag, const std::string& value) {
+    if (!value.empty()) *(std::find(args.begin(), args.end(), flag) + 1) = value;
+  };
+  set("--max-workers", max_workers);
+  set("--trial-seconds", trial_seconds);
+  set("--first-round-seconds", first_round_seconds);
+  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
+  return args;
+}
+
 TEST(TuneCli, ExecTrialsAreTimeBoundAndStopTheJobsChildren) {
   TempDir dir;
-  const auto out = dir / "config.json";
   const auto pids = dir / "pids";
   // Prints its metric, then hangs with a child: both must be gone after each trial.
-  const auto job = dir.write("job.sh", "sleep 300 & echo $! >> " + pids.string() + "\necho $$ >> " + pids.string() +
-                                           "\necho \"samples/s: $1\"\nwait\n");
-  auto args = quick_tune(out);
-  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
-  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
+  const auto args = exec_tune(dir,
+                              "sleep 300 & echo $! >> " + pids.string() + "\necho $$ >> " + pids.string() +
+                                  "\necho \"samples/s: $1\"\nwait\n",
+                              "2");
   const auto t0 = std::chrono::steady_clock::now();
   const auto r = run_cli(args);
   ASSERT_EQ(r.code, 0) << r.err << r.out;
@@ -270,18 +285,6 @@ TEST(TuneCli, ExecTrialsAreTimeBoundAndStopTheJobsChildren) {
     EXPECT_TRUE(gone(pid)) << "process " << pid << " outlived its trial";
   }
   EXPECT_GT(count, 0);
-}
-
-// quick_tune with `--exec` running `script` under sh ({num_workers} as $1),
-// at most `max_workers`, and full trials of `trial_seconds` when given.
-std::vector<std::string> exec_tune(const TempDir& dir, const std::string& script, const std::string& max_workers,
-                                   const std::string& trial_seconds = "") {
-  const auto job = dir.write("job.sh", script);
-  auto args = quick_tune(dir / "config.json");
-  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = max_workers;
-  if (!trial_seconds.empty()) *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = trial_seconds;
-  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
-  return args;
 }
 
 // A job that needs longer to start than the short round gives it (imports
@@ -370,16 +373,11 @@ TEST(TuneCli, ExecJobWhoseMetricFallsToZeroFailsAsStalled) {
 TEST(TuneCli, ExecTrialsReadTheJobsOwnCpuFromItsProcesses) {
   TempDir dir;
   const auto out = dir / "config.json";
-  const auto job = dir.write("job.sh",
-                             "spin() { while :; do :; done; }\n"
-                             "i=0; while [ $i -lt $1 ]; do spin & i=$((i + 1)); done\n"
-                             "while :; do echo \"samples/s: 100\"; sleep 0.2; done\n");
-  auto args = quick_tune(out);
-  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
-  *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = "2";
-  *(std::find(args.begin(), args.end(), "--first-round-seconds") + 1) = "1.5";
-  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
-  const auto r = run_cli(args);
+  const auto r = run_cli(exec_tune(dir,
+                                   "spin() { while :; do :; done; }\n"
+                                   "i=0; while [ $i -lt $1 ]; do spin & i=$((i + 1)); done\n"
+                                   "while :; do echo \"samples/s: 100\"; sleep 0.2; done\n",
+                                   "2", "2", "1.5"));
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("your job's CPU in the trials: its workers"), std::string::npos) << r.out;
   const auto doc = load(out);
@@ -410,19 +408,14 @@ TEST(TuneCli, ExecTrialsReadTheJobsOwnCpuFromItsProcesses) {
 TEST(TuneCli, ExecTrialsOfAJobThatEndsByItselfKeepItsWorkersCpu) {
   TempDir dir;
   const auto out = dir / "config.json";
-  const auto job = dir.write("job.sh",
-                             "spin() { while :; do :; done; }\n"
-                             "i=0; pids=''; while [ $i -lt $1 ]; do spin & pids=\"$pids $!\"; i=$((i + 1)); done\n"
-                             "n=0; while [ $n -lt 12 ]; do echo \"samples/s: 4\"; sleep 0.2; n=$((n + 1)); done\n"
-                             "kill $pids; wait 2>/dev/null\n"
-                             "sleep 2.5\n"
-                             "echo \"samples/s: 4\"\n");
-  auto args = quick_tune(out);
-  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
-  *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = "30";
-  *(std::find(args.begin(), args.end(), "--first-round-seconds") + 1) = "30";
-  args.insert(args.end(), {"--exec", "sh " + job.string() + " {num_workers}"});
-  const auto r = run_cli(args);
+  const auto r = run_cli(exec_tune(dir,
+                                   "spin() { while :; do :; done; }\n"
+                                   "i=0; pids=''; while [ $i -lt $1 ]; do spin & pids=\"$pids $!\"; i=$((i + 1)); done\n"
+                                   "n=0; while [ $n -lt 12 ]; do echo \"samples/s: 4\"; sleep 0.2; n=$((n + 1)); done\n"
+                                   "kill $pids; wait 2>/dev/null\n"
+                                   "sleep 2.5\n"
+                                   "echo \"samples/s: 4\"\n",
+                                   "2", "30", "30"));
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const auto doc = load(out);
   int measured = 0;
