@@ -10,6 +10,8 @@
 namespace gpufeed::tune {
 namespace {
 
+using Calls = std::vector<std::pair<Candidate, double>>;
+
 // Throughput from a formula of the candidate; records every trial.
 class ScriptedRunner final : public TrialRunner {
  public:
@@ -29,15 +31,15 @@ class ScriptedRunner final : public TrialRunner {
     t.too_short = t.samples_per_s < 0;  // a script's -1: no figure within the trial's time
     return t;
   }
-  std::vector<std::pair<Candidate, double>> calls;
+  Calls calls;
 
  private:
   std::function<double(const Candidate&, double)> f_;
 };
 
-std::vector<int> full_trial_workers(const ScriptedRunner& runner, const SearchOptions& o) {
+std::vector<int> full_trial_workers(const Calls& calls, const SearchOptions& o) {
   std::vector<int> full;
-  for (const auto& [c, seconds] : runner.calls) {
+  for (const auto& [c, seconds] : calls) {
     if (seconds == o.full.max_seconds) full.push_back(c.workers);
   }
   return full;
@@ -52,6 +54,19 @@ std::vector<Prediction> predict(const SearchSpace& space, const std::function<do
   std::vector<Prediction> out;
   for (const auto& c : space.candidates()) out.push_back({c, f(c), f(c), 0, 0, 0, 0});
   return out;
+}
+
+// model_search over `space` with `model`'s predictions and trials that read
+// `truth`: what it chose, and every trial it ran.
+struct ScriptedSearch : SearchResult {
+  Calls calls;
+};
+ScriptedSearch scripted_search(const SearchSpace& space, const std::function<double(const Candidate&)>& truth,
+                               const std::function<double(const Candidate&)>& model, const SearchOptions& o = {}) {
+  ScriptedRunner runner(truth);
+  ScriptedSearch s{model_search(predict(space, model), space, runner, o), {}};
+  s.calls = std::move(runner.calls);
+  return s;
 }
 
 TEST(Search, DefaultSpaceStopsAtTheWorkerLimit) {
@@ -157,15 +172,10 @@ TEST(Search, TheCheapestConfigNearTheFirstRoundsBestGetsAFullTrial) {
   // (6) is no cheaper than the best (8); the full trial goes to 3 workers.
   const auto space = default_space(8);
   auto rate = [](const Candidate& c) { return c.workers >= 8 ? 505.0 : c.workers >= 6 ? 500.0 : c.workers >= 3 ? 496.0 : 300.0; };
-  ScriptedRunner runner(rate);
   SearchOptions o;
-  const auto r = model_search(predict(space, rate), space, runner, o);
+  const auto r = scripted_search(space, rate, rate, o);
   ASSERT_TRUE(r.choice);
-  std::vector<int> full;
-  for (const auto& [c, seconds] : runner.calls) {
-    if (seconds == o.full.max_seconds) full.push_back(c.workers);
-  }
-  EXPECT_EQ(full, (std::vector<int>{8, 3}));
+  EXPECT_EQ(full_trial_workers(r.calls, o), (std::vector<int>{8, 3}));
   EXPECT_EQ(r.choice->chosen.candidate.workers, 3);
 }
 
@@ -174,10 +184,9 @@ TEST(Search, AWrongModelIsCorrectedByTrials) {
   const auto space = default_space(16);
   auto truth = [](const Candidate& c) { return std::min(c.workers, 4) * 100.0 - c.workers; };
   auto wrong = [](const Candidate& c) { return c.workers * 100.0; };
-  ScriptedRunner runner(truth);
   SearchOptions o;
   o.shortlist = 4;
-  const auto r = model_search(predict(space, wrong), space, runner, o);
+  const auto r = scripted_search(space, truth, wrong, o);
   ASSERT_TRUE(r.choice);
   // The shortlist spans 16, 12, 8 and 6 workers (one pick per count) and
   // their neighbours, 4 among them: trials find the knee.
@@ -209,7 +218,7 @@ IncidentSearch with_short_eight(double short_eight) {
 TEST(Search, TheModelsClearFavouriteGetsAFullTrialWhenOneShortTrialSaysOtherwise) {
   const auto s = with_short_eight(70.0);
   ASSERT_TRUE(s.r.choice);
-  EXPECT_EQ(full_trial_workers(s.runner, s.o), (std::vector<int>{6, 8}));
+  EXPECT_EQ(full_trial_workers(s.runner.calls, s.o), (std::vector<int>{6, 8}));
   EXPECT_EQ(s.r.choice->chosen.candidate.workers, 8);
 }
 
@@ -219,11 +228,11 @@ TEST(Search, TheModelsClearFavouriteGetsAFullTrialWhenOneShortTrialSaysOtherwise
 TEST(Search, AShortTrialThatRanOutOfTimeDoesNotRuleOutTheModelsFavourite) {
   const auto out_of_time = with_short_eight(-1.0);
   ASSERT_TRUE(out_of_time.r.choice);
-  EXPECT_EQ(full_trial_workers(out_of_time.runner, out_of_time.o), (std::vector<int>{6, 8}));
+  EXPECT_EQ(full_trial_workers(out_of_time.runner.calls, out_of_time.o), (std::vector<int>{6, 8}));
   EXPECT_EQ(out_of_time.r.choice->chosen.candidate.workers, 8);
   const auto failed = with_short_eight(0.0);
   ASSERT_TRUE(failed.r.choice);
-  EXPECT_EQ(full_trial_workers(failed.runner, failed.o), (std::vector<int>{6}));
+  EXPECT_EQ(full_trial_workers(failed.runner.calls, failed.o), (std::vector<int>{6}));
   EXPECT_EQ(failed.r.choice->chosen.candidate.workers, 6);
 }
 
@@ -233,11 +242,11 @@ TEST(Search, WhenEveryShortTrialRanOutOfTimeTheFavouriteGetsAFullOne) {
   const double first_round = SearchOptions{}.short_round.max_seconds;
   const IncidentSearch s([=](const Candidate& c, double seconds) { return seconds == first_round ? -1.0 : incident_job(c); });
   ASSERT_TRUE(s.r.choice);
-  EXPECT_EQ(full_trial_workers(s.runner, s.o), (std::vector<int>{8}));
+  EXPECT_EQ(full_trial_workers(s.runner.calls, s.o), (std::vector<int>{8}));
   EXPECT_EQ(s.r.choice->chosen.candidate.workers, 8);
   const IncidentSearch failing([](const Candidate&, double) { return 0.0; });  // real failures: nothing more is tried
   EXPECT_FALSE(failing.r.choice);
-  EXPECT_TRUE(full_trial_workers(failing.runner, failing.o).empty());
+  EXPECT_TRUE(full_trial_workers(failing.runner.calls, failing.o).empty());
 }
 
 // The incident's FUSE job cold from the page cache: 8, 6 and 4 workers
@@ -255,7 +264,7 @@ TEST(Search, ARefitToOneShortTrialDoesNotRuleOutTheUnmeasuredFavourite) {
   o.refit = [&](const std::vector<Trial>&) { return predict(space, [](const Candidate&) { return 45.0; }); };
   const auto r = model_search(predict(space, [](const Candidate& c) { return c.workers * 13.0; }), space, runner, o);
   ASSERT_TRUE(r.choice);
-  const auto full = full_trial_workers(runner, o);
+  const auto full = full_trial_workers(runner.calls, o);
   EXPECT_NE(std::find(full.begin(), full.end(), 8), full.end()) << "8 workers got no full trial";
   EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
 }
@@ -311,12 +320,11 @@ TEST(Search, TheKneeStepSkipsAWorkerCountItsShortTrialRuledOutAtAnotherPrefetch)
 TEST(Search, AModelThatAgreesWithTheShortRoundAddsNoFullTrial) {
   const auto space = default_space(8);
   auto rate = [](const Candidate& c) { return c.workers * 13.0; };
-  ScriptedRunner runner(rate);
   SearchOptions o;
-  const auto r = model_search(predict(space, rate), space, runner, o);
+  const auto r = scripted_search(space, rate, rate, o);
   ASSERT_TRUE(r.choice);
   // 8 workers' full trial; 6 (the next fewer) was short-tried and ruled out.
-  EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{8}));
+  EXPECT_EQ(full_trial_workers(r.calls, o), (std::vector<int>{8}));
 }
 
 TEST(Search, TheNextCheaperConfigTheShortlistLeftOutIsTried) {
@@ -326,15 +334,14 @@ TEST(Search, TheNextCheaperConfigTheShortlistLeftOutIsTried) {
   const auto space = default_space(8);
   auto truth = [](const Candidate& c) { return c.workers >= 2 ? 700.0 - c.workers : 430.0; };
   auto wrong = [](const Candidate& c) { return c.workers * 100.0; };
-  ScriptedRunner runner(truth);
   SearchOptions o;
-  const auto r = model_search(predict(space, wrong), space, runner, o);
+  const auto r = scripted_search(space, truth, wrong, o);
   ASSERT_TRUE(r.choice);
-  const auto full = full_trial_workers(runner, o);
+  const auto full = full_trial_workers(r.calls, o);
   ASSERT_FALSE(full.empty());
   EXPECT_EQ(full.back(), 2) << "the step down the knee is the last trial";
   EXPECT_EQ(r.choice->chosen.candidate.workers, 2);
-  for (const auto& [c, seconds] : runner.calls) EXPECT_NE(c.workers, 1) << "one step down, not two";
+  for (const auto& [c, seconds] : r.calls) EXPECT_NE(c.workers, 1) << "one step down, not two";
 }
 
 Trial trial_at(int workers, int round, double samples_per_s) {
@@ -413,7 +420,7 @@ TEST(Search, ARefitWithNothingMeasuredRulesNothingOut) {
   const std::map<int, double> phase_two = {{1, 290}, {2, 569}, {3, 574}, {4, 566}, {6, 512}, {8, 550}};
   ScriptedRunner runner(job);
   const auto r = model_search(predict(space, [&](const Candidate& c) { return phase_two.at(c.workers); }), space, runner, o);
-  EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{2, 6}));
+  EXPECT_EQ(full_trial_workers(runner.calls, o), (std::vector<int>{2, 6}));
 }
 
 // The local incident's job: the short round put 2 workers first and
@@ -435,7 +442,7 @@ TEST(Search, ACostlierRunnerUpTheRefittedModelRulesOutGetsNoFullTrial) {
   {
     ScriptedRunner runner(job);
     const auto r = model_search(predictions, space, runner, defaults);
-    EXPECT_EQ(full_trial_workers(runner, defaults), (std::vector<int>{2, 6})) << "without a refit, 6 gets the full trial";
+    EXPECT_EQ(full_trial_workers(runner.calls, defaults), (std::vector<int>{2, 6})) << "without a refit, 6 gets the full trial";
     EXPECT_EQ(r.choice->chosen.candidate.workers, 6);
   }
   const std::map<int, double> refitted = {{1, 303}, {2, 542}, {3, 540}, {4, 536}, {6, 486}, {8, 489}};
@@ -447,7 +454,7 @@ TEST(Search, ACostlierRunnerUpTheRefittedModelRulesOutGetsNoFullTrial) {
   };
   ScriptedRunner runner(job);
   const auto r = model_search(predictions, space, runner, o);
-  EXPECT_EQ(full_trial_workers(runner, o), (std::vector<int>{2, 3}));
+  EXPECT_EQ(full_trial_workers(runner.calls, o), (std::vector<int>{2, 3}));
   ASSERT_TRUE(r.choice);
   EXPECT_EQ(r.choice->chosen.candidate.workers, 2) << r.choice->reason;
   EXPECT_EQ(refits, 2) << "after the short round and before the choice";
@@ -473,7 +480,7 @@ TEST(Search, ACheaperRunnerUpTheRefittedModelPutsFarBelowGetsNoFullTrial) {
     ASSERT_TRUE(r.choice);
     EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
     const std::vector<int> expected = six_in_model < 97 ? std::vector<int>{8} : std::vector<int>{8, 6};
-    EXPECT_EQ(full_trial_workers(runner, o), expected)
+    EXPECT_EQ(full_trial_workers(runner.calls, o), expected)
         << "6 workers at " << six_in_model << " in the refitted model against 8's 108";
   }
 }
@@ -514,10 +521,9 @@ TEST(Search, TheStopFlagEndsTheSearch) {
 TEST(Search, TheSpaceGrowsWhileTheBestSitsAtItsEdge) {
   const auto space = default_space(8);
   auto rate = [](const Candidate& c) { return std::min(c.workers, 40) * 10.0; };
-  ScriptedRunner runner(rate);
   SearchOptions o;
   o.worker_cap = 256;
-  const auto r = model_search(predict(space, rate), space, runner, o);
+  const auto r = scripted_search(space, rate, rate, o);
   ASSERT_TRUE(r.choice);
   EXPECT_EQ(r.grew_to, (std::vector<int>{12, 16, 24, 32, 48, 64}));
   EXPECT_EQ(r.choice->chosen.candidate.workers, 48) << "40 would do, but it is not on the ladder";
@@ -528,37 +534,34 @@ TEST(Search, TheSpaceGrowsWhileTheBestSitsAtItsEdge) {
 TEST(Search, TheCapStopsTheGrowthAndSaysItLimited) {
   const auto space = default_space(8);
   auto rate = [](const Candidate& c) { return c.workers * 10.0; };
-  ScriptedRunner runner(rate);
   SearchOptions o;
   o.worker_cap = 16;
-  const auto r = model_search(predict(space, rate), space, runner, o);
+  const auto r = scripted_search(space, rate, rate, o);
   ASSERT_TRUE(r.choice);
   EXPECT_EQ(r.choice->chosen.candidate.workers, 16);
   EXPECT_TRUE(r.limited_by_cap);
-  for (const auto& [c, seconds] : runner.calls) EXPECT_LE(c.workers, 16);
+  for (const auto& [c, seconds] : r.calls) EXPECT_LE(c.workers, 16);
 }
 
 TEST(Search, ACpuBoundSearchDoesNotGrow) {
   const auto space = default_space(8);
   auto rate = [](const Candidate& c) { return c.workers * 10.0; };  // at the edge, but...
-  ScriptedRunner runner(rate);
   SearchOptions o;
   o.worker_cap = 256;
   o.cpu_bound = [](const std::vector<Trial>&) { return true; };  // ...the cores are used up
-  const auto r = model_search(predict(space, rate), space, runner, o);
+  const auto r = scripted_search(space, rate, rate, o);
   ASSERT_TRUE(r.choice);
   EXPECT_TRUE(r.grew_to.empty());
   EXPECT_NE(r.edge.find("CPU-bound"), std::string::npos) << r.edge;
-  for (const auto& [c, seconds] : runner.calls) EXPECT_LE(c.workers, 8);
+  for (const auto& [c, seconds] : r.calls) EXPECT_LE(c.workers, 8);
 }
 
 TEST(Search, WithoutACapTheSearchKeepsToItsSpace) {
   const auto space = default_space(8);
   auto rate = [](const Candidate& c) { return c.workers * 10.0; };
-  ScriptedRunner runner(rate);
-  const auto r = model_search(predict(space, rate), space, runner, SearchOptions{});
+  const auto r = scripted_search(space, rate, rate);
   EXPECT_TRUE(r.grew_to.empty());
-  for (const auto& [c, seconds] : runner.calls) EXPECT_LE(c.workers, 8);
+  for (const auto& [c, seconds] : r.calls) EXPECT_LE(c.workers, 8);
 }
 
 TEST(Search, TheModelsSpaceWidensToTheBottleneckAndNotPastIt) {
