@@ -48,60 +48,40 @@ class S3Secrets : public ::testing::Test {
       ++paths_;
     }
   }
+  // Opens the store with `options` after `edit`, which must make it fail.
+  void expect_open_shows_no_secret(const std::string& path, S3Options options,
+                                   const std::function<void(S3Options&)>& edit) {
+    edit(options);
+    expect_no_secret(path, [&] { open_s3_source(options); });
+  }
   int paths_ = 0;
 };
 
 TEST_F(S3Secrets, ConfigurationErrorsShowNoCredentials) {
   auto options = secret_options("s3://bucket/p", "http://127.0.0.1:1");
-  expect_no_secret("bad url", [&] {
-    auto o = options;
-    o.url = "s3:/bucket";
-    open_s3_source(o);
-  });
-  expect_no_secret("endpoint with user info", [&] {
-    auto o = options;
+  expect_open_shows_no_secret("bad url", options, [](S3Options& o) { o.url = "s3:/bucket"; });
+  expect_open_shows_no_secret("endpoint with user info", options, [](S3Options& o) {
     o.endpoint = std::string("http://") + kKeyId + ":" + kSecret + "@host";
-    open_s3_source(o);
   });
-  expect_no_secret("secret without key id", [&] {
-    auto o = options;
-    o.env.erase("AWS_ACCESS_KEY_ID");
-    open_s3_source(o);
-  });
-  expect_no_secret("key id without secret", [&] {
-    auto o = options;
-    o.env.erase("AWS_SECRET_ACCESS_KEY");
-    open_s3_source(o);
-  });
+  expect_open_shows_no_secret("secret without key id", options,
+                              [](S3Options& o) { o.env.erase("AWS_ACCESS_KEY_ID"); });
+  expect_open_shows_no_secret("key id without secret", options,
+                              [](S3Options& o) { o.env.erase("AWS_SECRET_ACCESS_KEY"); });
   TempDir home;
   home.write(".aws/credentials", std::string("[default]\naws_access_key_id = ") + kKeyId + "\n" +
                                      "[other]\naws_secret_access_key = " + kSecret + "\n");
-  expect_no_secret("profile without secret", [&] {
-    auto o = options;
-    o.env = {{"HOME", home.path().string()}};
-    open_s3_source(o);
-  });
-  expect_no_secret("profile without key id", [&] {
-    auto o = options;
-    o.env = {{"HOME", home.path().string()}, {"AWS_PROFILE", "other"}};
-    open_s3_source(o);
-  });
-  expect_no_secret("missing profile", [&] {
-    auto o = options;
+  const std::string home_dir = home.path().string();
+  expect_open_shows_no_secret("profile without secret", options,
+                              [&](S3Options& o) { o.env = {{"HOME", home_dir}}; });
+  expect_open_shows_no_secret("profile without key id", options,
+                              [&](S3Options& o) { o.env = {{"HOME", home_dir}, {"AWS_PROFILE", "other"}}; });
+  expect_open_shows_no_secret("missing profile", options, [&](S3Options& o) {
     o.profile = "absent";
-    o.env["HOME"] = home.path().string();
-    open_s3_source(o);
+    o.env["HOME"] = home_dir;
   });
-  expect_no_secret("bad region", [&] {
-    auto o = options;
-    o.region = "Not A Region";
-    open_s3_source(o);
-  });
-  expect_no_secret("option out of range", [&] {
-    auto o = options;
-    o.requests.max_connections = -1;
-    open_s3_source(o);
-  });
+  expect_open_shows_no_secret("bad region", options, [](S3Options& o) { o.region = "Not A Region"; });
+  expect_open_shows_no_secret("option out of range", options,
+                              [](S3Options& o) { o.requests.max_connections = -1; });
   EXPECT_EQ(paths_, 9);
   const auto source = open_s3_source(options);
   for (const char* secret : {kKeyId, kSecret, kToken}) EXPECT_EQ(source->describe().find(secret), std::string::npos);
