@@ -15,11 +15,8 @@ namespace gpufeed::loader {
 namespace {
 
 using testing::Fault;
-using testing::FaultProxy;
-using testing::HttpRequest;
 using testing::s3_error_xml;
 using testing::S3rver;
-using testing::TempDir;
 
 constexpr const char* kKeyId = "AKIDNEVERSHOWN1234";
 constexpr const char* kSecret = "SECRETNEVERSHOWN/abc+def";
@@ -67,7 +64,7 @@ TEST_F(S3Secrets, ConfigurationErrorsShowNoCredentials) {
                               [](S3Options& o) { o.env.erase("AWS_ACCESS_KEY_ID"); });
   expect_open_shows_no_secret("key id without secret", options,
                               [](S3Options& o) { o.env.erase("AWS_SECRET_ACCESS_KEY"); });
-  TempDir home;
+  testing::TempDir home;
   home.write(".aws/credentials", std::string("[default]\naws_access_key_id = ") + kKeyId + "\n" +
                                      "[other]\naws_secret_access_key = " + kSecret + "\n");
   const std::string home_dir = home.path().string();
@@ -106,7 +103,7 @@ TEST_F(S3Secrets, ServerAndTransportErrorsShowNoCredentials) {
       {"502 no body", Fault::forward()},  // nothing behind the proxy: 502
   };
   for (const auto& [name, answer] : answers) {
-    FaultProxy proxy(0, [answer = answer](const HttpRequest&, int) { return answer; });
+    testing::FaultProxy proxy(0, [answer = answer](const testing::HttpRequest&, int) { return answer; });
     auto source = open_s3_source(secret_options("s3://bucket/p", proxy.endpoint()));
     const SampleInfo sample{"p/object", 1, ""};
     std::vector<std::byte> out;

@@ -17,8 +17,8 @@
 #include "gpufeed/tune/from_diagnosis.hpp"
 #include "support/child_process.hpp"
 #include "support/ebpf_host.hpp"
-#include "support/python_fixtures.hpp"
 #include "support/latencyfs_mount.hpp"
+#include "support/python_fixtures.hpp"
 #include "support/schema_validator.hpp"
 #include "support/temp_dir.hpp"
 
@@ -27,11 +27,9 @@ namespace {
 
 using nlohmann::json;
 using testing::ChildProcess;
-using testing::TempDir;
-
 using testing::kPython;
-using testing::fixture_script;
 using testing::stat_loop_job;
+using testing::TempDir;
 
 json read_json(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -237,9 +235,9 @@ class DiagnoseSlowJob : public Diagnose {
   }
   json diagnose_job(const std::filesystem::path& data, int workers = 2) {
     auto g = gpufeed({"diagnose", "--duration", "14", "--json", (dir_ / "d.json").string(), "--", kPython,
-                      fixture_script("slow_job.py"), "--data", data.string(), "--workers", std::to_string(workers),
-                      "--batch-size", "8",
-                      "--step-ms", "20", "--stat", "--persistent", "--duration", "13"});
+                      testing::fixture_script("slow_job.py"), "--data", data.string(), "--workers",
+                      std::to_string(workers), "--batch-size", "8", "--step-ms", "20", "--stat", "--persistent",
+                      "--duration", "13"});
     auto code = g->wait(90);
     EXPECT_TRUE(code) << "gpufeed did not finish";
     EXPECT_EQ(code.value_or(-1), 0) << output();

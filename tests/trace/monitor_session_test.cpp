@@ -24,9 +24,9 @@
 
 #include "support/child_process.hpp"
 #include "support/ebpf_host.hpp"
+#include "support/latencyfs_mount.hpp"
 #include "support/python_fixtures.hpp"
 #include "support/scoped_env.hpp"
-#include "support/latencyfs_mount.hpp"
 #include "support/temp_dir.hpp"
 
 namespace gpufeed {
@@ -34,14 +34,11 @@ namespace {
 
 using nlohmann::json;
 using testing::ChildProcess;
+using testing::kPython;
 using testing::TempDir;
 
-using testing::kPython;
 const std::string kPrometheus = "/usr/bin/prometheus";
 const std::string kPromtool = "/usr/bin/promtool";
-using testing::fixture_script;
-using testing::stat_loop_job;
-
 
 // A loop that waits on a pipe for a "batch" its child writes every 50 ms,
 // then steps for 20 ms: the waits monitor times as the loop's data waits.
@@ -107,7 +104,7 @@ class Monitor : public ::testing::Test {
 class MonitorEnding : public Monitor, public ::testing::WithParamInterface<int> {};
 
 TEST_P(MonitorEnding, ASignalDetachesCleanlyAndLeavesTheJobUnharmed) {
-  ChildProcess job(stat_loop_job(), dir_ / "job.out");
+  ChildProcess job(testing::stat_loop_job(), dir_ / "job.out");
   auto g = gpufeed({"monitor", "--pid", std::to_string(job.pid()), "--listen", "127.0.0.1:0", "--interval", "0.2"});
   const int port = wait_until_monitoring();
   ASSERT_GT(port, 0);
@@ -310,7 +307,7 @@ TEST_F(Monitor, PrometheusScrapesTheStarvingJobAcrossEpochsAndAgreesWithDiagnose
 
   // 240 files in batches of 8 with 2 workers: an epoch of 30 batches takes
   // about 5 s, so 40 s hold at least 5 epochs, each with new workers.
-  ChildProcess job({kPython, fixture_script("slow_job.py"), "--data", mount.path().string(), "--workers", "2",
+  ChildProcess job({kPython, testing::fixture_script("slow_job.py"), "--data", mount.path().string(), "--workers", "2",
                     "--batch-size", "8", "--step-ms", "20", "--stat", "--duration", "40", "--report-every", "1000"},
                    dir_ / "job.out");
   const int metrics_port = free_port();
