@@ -50,12 +50,18 @@ inline void add_waits(Evidence& e, int n, double ms) {
 
 // The incident: two workers read 50 KB files from a FUSE mount whose stat
 // and open take ~20-25 ms; the loop waits 70% of the time.
-inline Evidence starved_on_fuse() {
+// Ten seconds of eBPF tracing on a host of `cpus` usable CPUs, `busy_pct` busy.
+inline Evidence traced_10s(int cpus, double busy_pct) {
   Evidence e;
   e.window_s = 10;
   e.ebpf = true;
-  e.host.usable_cpus = 8;
-  e.host.cpu_busy_pct = 12;
+  e.host.usable_cpus = cpus;
+  e.host.cpu_busy_pct = busy_pct;
+  return e;
+}
+
+inline Evidence starved_on_fuse() {
+  Evidence e = traced_10s(8, 12);
   e.syscalls.push_back(stat_of(kPoll, Role::Loop, CallKind::None, 140, 50));  // 7 s waiting
   e.syscalls.push_back(stat_of(kNewfstatat, Role::Worker, CallKind::Path, 400, 20));
   e.syscalls.push_back(stat_of(kOpenat, Role::Worker, CallKind::Path, 400, 25));
@@ -70,11 +76,7 @@ inline Evidence starved_on_fuse() {
 
 // A well-fed job on local disk: the loop waits 2%, the workers idle half the time.
 inline Evidence healthy_local() {
-  Evidence e;
-  e.window_s = 10;
-  e.ebpf = true;
-  e.host.usable_cpus = 8;
-  e.host.cpu_busy_pct = 40;
+  Evidence e = traced_10s(8, 40);
   e.syscalls.push_back(stat_of(kPoll, Role::Loop, CallKind::None, 200, 1));  // 0.2 s
   e.syscalls.push_back(stat_of(kNewfstatat, Role::Worker, CallKind::Path, 4000, 0.01));
   e.syscalls.push_back(stat_of(kOpenat, Role::Worker, CallKind::Path, 4000, 0.02));
@@ -88,11 +90,7 @@ inline Evidence healthy_local() {
 
 // Decode-heavy workers: on CPU nearly all their busy time, every core busy.
 inline Evidence cpu_bound() {
-  Evidence e;
-  e.window_s = 10;
-  e.ebpf = true;
-  e.host.usable_cpus = 4;
-  e.host.cpu_busy_pct = 97;
+  Evidence e = traced_10s(4, 97);
   e.syscalls.push_back(stat_of(kPoll, Role::Loop, CallKind::None, 80, 50));  // 4 s
   e.syscalls.push_back(stat_of(kOpenat, Role::Worker, CallKind::Path, 1000, 0.02));
   e.syscalls.push_back(stat_of(kRead, Role::Worker, CallKind::File, 2000, 0.05, 1000ULL * 110 * 1024));
@@ -118,11 +116,7 @@ inline Evidence starved_on_saturated_fuse() {
 
 // Enough supply on average, but waits come in rare long bursts.
 inline Evidence bursty() {
-  Evidence e;
-  e.window_s = 10;
-  e.ebpf = true;
-  e.host.usable_cpus = 8;
-  e.host.cpu_busy_pct = 30;
+  Evidence e = traced_10s(8, 30);
   e.syscalls.push_back(stat_of(kPoll, Role::Loop, CallKind::None, 100, 15));  // 1.5 s = 15%
   e.syscalls.push_back(stat_of(kPoll, Role::Worker, CallKind::None, 400, 50));  // workers idle half
   for (int i = 0; i < 90; ++i) e.waits.push_back({1.0 + i * 0.1, 1.0, 100, 0, kPoll});
