@@ -45,6 +45,11 @@ std::vector<int> full_trial_workers(const Calls& calls, const SearchOptions& o) 
   return full;
 }
 
+// `each` samples/s a worker, however many: no knee, prefetch does not matter.
+std::function<double(const Candidate&)> per_worker(double each) {
+  return [each](const Candidate& c) { return c.workers * each; };
+}
+
 // Saturates at 8 workers (1000/s), prefetch helps a little up to 4.
 double plateau(const Candidate& c) {
   return std::min(c.workers, 8) * 125.0 * (c.prefetch_factor >= 4 ? 1.0 : 0.99);
@@ -183,7 +188,7 @@ TEST(Search, AWrongModelIsCorrectedByTrials) {
   // The model believes more workers always help; trials show 4 is the knee.
   const auto space = default_space(16);
   auto truth = [](const Candidate& c) { return std::min(c.workers, 4) * 100.0 - c.workers; };
-  auto wrong = [](const Candidate& c) { return c.workers * 100.0; };
+  auto wrong = per_worker(100.0);
   SearchOptions o;
   o.shortlist = 4;
   const auto r = scripted_search(space, truth, wrong, o);
@@ -202,7 +207,7 @@ struct IncidentSearch {
   SearchResult r;
   explicit IncidentSearch(std::function<double(const Candidate&, double)> trial) : runner(std::move(trial)) {
     const auto space = default_space(8);
-    r = model_search(predict(space, [](const Candidate& c) { return c.workers * 13.0; }), space, runner, o);
+    r = model_search(predict(space, per_worker(13.0)), space, runner, o);
   }
 };
 double incident_job(const Candidate& c) { return std::min(c.workers * 13.5, 106.0); }
@@ -262,7 +267,7 @@ TEST(Search, ARefitToOneShortTrialDoesNotRuleOutTheUnmeasuredFavourite) {
     return std::min(c.workers, 8) * 13.5;
   });
   o.refit = [&](const std::vector<Trial>&) { return predict(space, [](const Candidate&) { return 45.0; }); };
-  const auto r = model_search(predict(space, [](const Candidate& c) { return c.workers * 13.0; }), space, runner, o);
+  const auto r = model_search(predict(space, per_worker(13.0)), space, runner, o);
   ASSERT_TRUE(r.choice);
   const auto full = full_trial_workers(runner.calls, o);
   EXPECT_NE(std::find(full.begin(), full.end(), 8), full.end()) << "8 workers got no full trial";
@@ -273,7 +278,7 @@ TEST(Search, ARefitToOneShortTrialDoesNotRuleOutTheUnmeasuredFavourite) {
 // workers at most, 2 do as well as 3, but 2's short trial printed nothing.
 TEST(Search, TheKneeStepTriesACheaperConfigWhoseShortTrialRanOutOfTime) {
   const auto space = default_space(3);
-  auto model = [](const Candidate& c) { return c.workers * 100.0; };
+  auto model = per_worker(100.0);
   SearchOptions o;
   for (const double short_two : {-1.0, 0.0}) {
     ScriptedRunner runner([&](const Candidate& c, double seconds) {
@@ -319,7 +324,7 @@ TEST(Search, TheKneeStepSkipsAWorkerCountItsShortTrialRuledOutAtAnotherPrefetch)
 
 TEST(Search, AModelThatAgreesWithTheShortRoundAddsNoFullTrial) {
   const auto space = default_space(8);
-  auto rate = [](const Candidate& c) { return c.workers * 13.0; };
+  auto rate = per_worker(13.0);
   SearchOptions o;
   const auto r = scripted_search(space, rate, rate, o);
   ASSERT_TRUE(r.choice);
@@ -333,7 +338,7 @@ TEST(Search, TheNextCheaperConfigTheShortlistLeftOutIsTried) {
   // and its shortlist (8, 6, 4 and 3 workers) leaves 2 out.
   const auto space = default_space(8);
   auto truth = [](const Candidate& c) { return c.workers >= 2 ? 700.0 - c.workers : 430.0; };
-  auto wrong = [](const Candidate& c) { return c.workers * 100.0; };
+  auto wrong = per_worker(100.0);
   SearchOptions o;
   const auto r = scripted_search(space, truth, wrong, o);
   ASSERT_TRUE(r.choice);
@@ -476,7 +481,7 @@ TEST(Search, ACheaperRunnerUpTheRefittedModelPutsFarBelowGetsNoFullTrial) {
     ScriptedRunner runner([&](const Candidate& c, double seconds) {
       return (seconds == o.short_round.max_seconds ? short_round : full_round).at(c.workers);
     });
-    const auto r = model_search(predict(space, [](const Candidate& c) { return c.workers * 13.5; }), space, runner, o);
+    const auto r = model_search(predict(space, per_worker(13.5)), space, runner, o);
     ASSERT_TRUE(r.choice);
     EXPECT_EQ(r.choice->chosen.candidate.workers, 8);
     const std::vector<int> expected = six_in_model < 97 ? std::vector<int>{8} : std::vector<int>{8, 6};
@@ -533,7 +538,7 @@ TEST(Search, TheSpaceGrowsWhileTheBestSitsAtItsEdge) {
 
 TEST(Search, TheCapStopsTheGrowthAndSaysItLimited) {
   const auto space = default_space(8);
-  auto rate = [](const Candidate& c) { return c.workers * 10.0; };
+  auto rate = per_worker(10.0);
   SearchOptions o;
   o.worker_cap = 16;
   const auto r = scripted_search(space, rate, rate, o);
@@ -545,7 +550,7 @@ TEST(Search, TheCapStopsTheGrowthAndSaysItLimited) {
 
 TEST(Search, ACpuBoundSearchDoesNotGrow) {
   const auto space = default_space(8);
-  auto rate = [](const Candidate& c) { return c.workers * 10.0; };  // at the edge, but...
+  auto rate = per_worker(10.0);  // at the edge, but...
   SearchOptions o;
   o.worker_cap = 256;
   o.cpu_bound = [](const std::vector<Trial>&) { return true; };  // ...the cores are used up
@@ -558,7 +563,7 @@ TEST(Search, ACpuBoundSearchDoesNotGrow) {
 
 TEST(Search, WithoutACapTheSearchKeepsToItsSpace) {
   const auto space = default_space(8);
-  auto rate = [](const Candidate& c) { return c.workers * 10.0; };
+  auto rate = per_worker(10.0);
   const auto r = scripted_search(space, rate, rate);
   EXPECT_TRUE(r.grew_to.empty());
   for (const auto& [c, seconds] : r.calls) EXPECT_LE(c.workers, 8);
