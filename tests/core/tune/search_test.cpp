@@ -74,6 +74,12 @@ ScriptedSearch scripted_search(const SearchSpace& space, const std::function<dou
   return s;
 }
 
+// The same with a model that is right: the trials read what it predicts.
+ScriptedSearch scripted_search(const SearchSpace& space, const std::function<double(const Candidate&)>& rate,
+                               const SearchOptions& o = {}) {
+  return scripted_search(space, rate, rate, o);
+}
+
 TEST(Search, DefaultSpaceStopsAtTheWorkerLimit) {
   const auto s = default_space(10);
   EXPECT_EQ(s.workers, (std::vector<int>{1, 2, 3, 4, 6, 8}));
@@ -178,7 +184,7 @@ TEST(Search, TheCheapestConfigNearTheFirstRoundsBestGetsAFullTrial) {
   const auto space = default_space(8);
   auto rate = [](const Candidate& c) { return c.workers >= 8 ? 505.0 : c.workers >= 6 ? 500.0 : c.workers >= 3 ? 496.0 : 300.0; };
   SearchOptions o;
-  const auto r = scripted_search(space, rate, rate, o);
+  const auto r = scripted_search(space, rate, o);
   ASSERT_TRUE(r.choice);
   EXPECT_EQ(full_trial_workers(r.calls, o), (std::vector<int>{8, 3}));
   EXPECT_EQ(r.choice->chosen.candidate.workers, 3);
@@ -188,10 +194,9 @@ TEST(Search, AWrongModelIsCorrectedByTrials) {
   // The model believes more workers always help; trials show 4 is the knee.
   const auto space = default_space(16);
   auto truth = [](const Candidate& c) { return std::min(c.workers, 4) * 100.0 - c.workers; };
-  auto wrong = per_worker(100.0);
   SearchOptions o;
   o.shortlist = 4;
-  const auto r = scripted_search(space, truth, wrong, o);
+  const auto r = scripted_search(space, truth, per_worker(100.0), o);
   ASSERT_TRUE(r.choice);
   // The shortlist spans 16, 12, 8 and 6 workers (one pick per count) and
   // their neighbours, 4 among them: trials find the knee.
@@ -326,7 +331,7 @@ TEST(Search, AModelThatAgreesWithTheShortRoundAddsNoFullTrial) {
   const auto space = default_space(8);
   auto rate = per_worker(13.0);
   SearchOptions o;
-  const auto r = scripted_search(space, rate, rate, o);
+  const auto r = scripted_search(space, rate, o);
   ASSERT_TRUE(r.choice);
   // 8 workers' full trial; 6 (the next fewer) was short-tried and ruled out.
   EXPECT_EQ(full_trial_workers(r.calls, o), (std::vector<int>{8}));
@@ -528,7 +533,7 @@ TEST(Search, TheSpaceGrowsWhileTheBestSitsAtItsEdge) {
   auto rate = [](const Candidate& c) { return std::min(c.workers, 40) * 10.0; };
   SearchOptions o;
   o.worker_cap = 256;
-  const auto r = scripted_search(space, rate, rate, o);
+  const auto r = scripted_search(space, rate, o);
   ASSERT_TRUE(r.choice);
   EXPECT_EQ(r.grew_to, (std::vector<int>{12, 16, 24, 32, 48, 64}));
   EXPECT_EQ(r.choice->chosen.candidate.workers, 48) << "40 would do, but it is not on the ladder";
@@ -541,7 +546,7 @@ TEST(Search, TheCapStopsTheGrowthAndSaysItLimited) {
   auto rate = per_worker(10.0);
   SearchOptions o;
   o.worker_cap = 16;
-  const auto r = scripted_search(space, rate, rate, o);
+  const auto r = scripted_search(space, rate, o);
   ASSERT_TRUE(r.choice);
   EXPECT_EQ(r.choice->chosen.candidate.workers, 16);
   EXPECT_TRUE(r.limited_by_cap);
@@ -554,7 +559,7 @@ TEST(Search, ACpuBoundSearchDoesNotGrow) {
   SearchOptions o;
   o.worker_cap = 256;
   o.cpu_bound = [](const std::vector<Trial>&) { return true; };  // ...the cores are used up
-  const auto r = scripted_search(space, rate, rate, o);
+  const auto r = scripted_search(space, rate, o);
   ASSERT_TRUE(r.choice);
   EXPECT_TRUE(r.grew_to.empty());
   EXPECT_NE(r.edge.find("CPU-bound"), std::string::npos) << r.edge;
@@ -564,7 +569,7 @@ TEST(Search, ACpuBoundSearchDoesNotGrow) {
 TEST(Search, WithoutACapTheSearchKeepsToItsSpace) {
   const auto space = default_space(8);
   auto rate = per_worker(10.0);
-  const auto r = scripted_search(space, rate, rate);
+  const auto r = scripted_search(space, rate);
   EXPECT_TRUE(r.grew_to.empty());
   for (const auto& [c, seconds] : r.calls) EXPECT_LE(c.workers, 8);
 }
