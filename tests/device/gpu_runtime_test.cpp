@@ -8,17 +8,15 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <ostream>
-#include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "backend_checks.hpp"
 #include "fake_gpu_runtime.h"
 #include "gpufeed/error.hpp"
 #include "gpufeed/device/device_gpu.hpp"
@@ -46,21 +44,8 @@ const Flavor kHip{"hip", GPUFEED_FAKE_HIP, open_hip_backend, "Fake AMD GPU", "HI
                   "hipHostMalloc", "hipMalloc", "hipMemcpyAsync", "hipEventSynchronize",
                   "hipGetDeviceCount", "hipStreamCreateWithFlags", "hipErrorOutOfMemory"};
 
-void fill(PinnedBuffer& b, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  for (std::size_t i = 0; i < b.bytes; i += 8) {
-    const std::uint64_t word = rng();
-    std::memcpy(b.data + i, &word, std::min<std::size_t>(8, b.bytes - i));
-  }
-}
-
-bool all_zero(const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < bytes; ++i) {
-    if (p[i] != 0) return false;
-  }
-  return true;
-}
+using testing::all_zero;
+using testing::fill;
 
 // The message of the gpufeed::Error that `f` throws ("" when none).
 template <class F>
@@ -181,22 +166,7 @@ TEST_P(FakeRuntime, ManyThreadsCopyAndWaitAtOnce) {
   auto backend = open();
   constexpr int kThreads = 4, kCopiesEach = 50;
   constexpr std::size_t kBytes = 16 << 10;
-  backend->reserve_device_slots(kThreads, kBytes);
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      PinnedBuffer src = backend->allocate_pinned(kBytes);
-      for (int i = 0; i < kCopiesEach; ++i) {
-        fill(src, static_cast<unsigned>(t * 1000 + i));
-        backend->wait(backend->copy_async(src, kBytes, t));
-        if (std::memcmp(backend->device_slot(t), src.data, kBytes) != 0) ++wrong;
-      }
-      backend->free_pinned(src);
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(testing::copy_from_threads(*backend, kThreads, kCopiesEach, kBytes), 0);
   const auto stats = backend->transfer_stats();
   EXPECT_EQ(stats.copies, static_cast<std::uint64_t>(kThreads * kCopiesEach));
   EXPECT_EQ(stats.bytes, static_cast<std::uint64_t>(kThreads * kCopiesEach) * kBytes);

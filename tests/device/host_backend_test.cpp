@@ -14,38 +14,20 @@
 #include <cstring>
 #include <future>
 #include <mutex>
-#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "backend_checks.hpp"
 #include "gpufeed/device/device_host.hpp"
 
 namespace gpufeed::loader {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Fills a buffer with bytes from a seeded generator.
-void fill(PinnedBuffer& b, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  for (std::size_t i = 0; i < b.bytes; i += 8) {
-    const std::uint64_t word = rng();
-    std::memcpy(b.data + i, &word, std::min<std::size_t>(8, b.bytes - i));
-  }
-}
-
-bool slot_holds(DeviceBackend& backend, int slot, const PinnedBuffer& expected, std::size_t bytes) {
-  return std::memcmp(backend.device_slot(slot), expected.data, bytes) == 0;
-}
-
-bool all_zero(const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < bytes; ++i) {
-    if (p[i] != 0) return false;
-  }
-  return true;
-}
+using testing::all_zero;
+using testing::fill;
+using testing::slot_holds;
 
 // Holds the copy engine before the copy of one ticket until released.
 class EngineGate {
@@ -222,22 +204,7 @@ TEST(HostBackend, ManyThreadsCopyAndWaitAtOnce) {
   auto backend = make_host_backend();
   constexpr int kThreads = 4, kCopiesEach = 50;
   constexpr std::size_t kBytes = 32 << 10;
-  backend->reserve_device_slots(kThreads, kBytes);
-  std::vector<std::thread> threads;
-  std::atomic<int> wrong{0};
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      PinnedBuffer src = backend->allocate_pinned(kBytes);
-      for (int i = 0; i < kCopiesEach; ++i) {
-        fill(src, static_cast<unsigned>(t * 1000 + i));
-        backend->wait(backend->copy_async(src, kBytes, t));  // each thread its own slot
-        if (!slot_holds(*backend, t, src, kBytes)) ++wrong;
-      }
-      backend->free_pinned(src);
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(testing::copy_from_threads(*backend, kThreads, kCopiesEach, kBytes), 0);
   const auto stats = backend->transfer_stats();
   EXPECT_EQ(stats.copies, static_cast<std::uint64_t>(kThreads * kCopiesEach));
   EXPECT_EQ(stats.bytes, static_cast<std::uint64_t>(kThreads * kCopiesEach) * kBytes);
