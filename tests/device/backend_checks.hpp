@@ -1,6 +1,8 @@
 #pragma once
 // Checks that every DeviceBackend's tests share: seeded buffer contents,
 // what a device slot holds, and many threads copying at once.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -34,8 +36,9 @@ inline bool slot_holds(loader::DeviceBackend& backend, int slot, const loader::P
 
 // `threads` threads, each with its own pinned buffer and device slot, copy
 // `copies_each` differently seeded buffers of `bytes` and wait for each.
-// Returns how many copies did not land byte for byte.
-inline int copy_from_threads(loader::DeviceBackend& backend, int threads, int copies_each, std::size_t bytes) {
+// Expects every copy to land byte for byte and the backend's transfer
+// counters to count them all.
+inline void expect_copies_from_threads_land(loader::DeviceBackend& backend, int threads, int copies_each, std::size_t bytes) {
   backend.reserve_device_slots(threads, bytes);
   std::atomic<int> wrong{0};
   std::vector<std::thread> running;
@@ -51,7 +54,11 @@ inline int copy_from_threads(loader::DeviceBackend& backend, int threads, int co
     });
   }
   for (auto& t : running) t.join();
-  return wrong.load();
+  EXPECT_EQ(wrong.load(), 0);
+  const auto total = static_cast<std::uint64_t>(threads) * static_cast<std::uint64_t>(copies_each);
+  const auto stats = backend.transfer_stats();
+  EXPECT_EQ(stats.copies, total);
+  EXPECT_EQ(stats.bytes, total * bytes);
 }
 
 }  // namespace gpufeed::testing

@@ -164,12 +164,7 @@ TEST_P(FakeRuntime, TransferStatsPicksUpCopiesNobodyWaitedFor) {
 TEST_P(FakeRuntime, ManyThreadsCopyAndWaitAtOnce) {
   const auto before = counters();
   auto backend = open();
-  constexpr int kThreads = 4, kCopiesEach = 50;
-  constexpr std::size_t kBytes = 16 << 10;
-  EXPECT_EQ(testing::copy_from_threads(*backend, kThreads, kCopiesEach, kBytes), 0);
-  const auto stats = backend->transfer_stats();
-  EXPECT_EQ(stats.copies, static_cast<std::uint64_t>(kThreads * kCopiesEach));
-  EXPECT_EQ(stats.bytes, static_cast<std::uint64_t>(kThreads * kCopiesEach) * kBytes);
+  testing::expect_copies_from_threads_land(*backend, 4, 50, 16 << 10);
   EXPECT_EQ(counters().bad_handles, before.bad_handles);
 }
 
