@@ -32,10 +32,16 @@ struct Target {
   }
 };
 
-TEST(TrialLength, AFastStepsTrialMeasuresItsStepsAfterTheWarmUp) {
+// One trial of `c` for `length` on a step of `step_ms` and `batch` samples.
+tune::Trial run_trial(const std::string& step_ms, int batch, const tune::Candidate& c,
+                      const tune::TrialLength& length) {
   Target t;
-  auto runner = t.runner("10", 16);
-  const tune::Trial trial = runner.run({2, 2, false}, tune::TrialLength{30, 60});
+  auto runner = t.runner(step_ms, batch);
+  return runner.run(c, length);
+}
+
+TEST(TrialLength, AFastStepsTrialMeasuresItsStepsAfterTheWarmUp) {
+  const tune::Trial trial = run_trial("10", 16, {2, 2, false}, {30, 60});
   ASSERT_TRUE(trial.ok) << trial.note;
   EXPECT_EQ(trial.steady_steps, 30);
   EXPECT_FALSE(trial.capped) << trial.note;
@@ -46,9 +52,7 @@ TEST(TrialLength, AFastStepsTrialMeasuresItsStepsAfterTheWarmUp) {
 }
 
 TEST(TrialLength, ASlowStepsTrialRunsAsManyStepsNotAsManySeconds) {
-  Target t;
-  auto runner = t.runner("550", 64);
-  const tune::Trial trial = runner.run({1, 1, false}, tune::TrialLength{3, 60});
+  const tune::Trial trial = run_trial("550", 64, {1, 1, false}, {3, 60});
   ASSERT_TRUE(trial.ok) << trial.note;
   EXPECT_EQ(trial.steady_steps, 3);
   EXPECT_FALSE(trial.capped);
@@ -57,9 +61,7 @@ TEST(TrialLength, ASlowStepsTrialRunsAsManyStepsNotAsManySeconds) {
 }
 
 TEST(TrialLength, TheCapCutsATrialShortAndTheTrialSaysSo) {
-  Target t;
-  auto runner = t.runner("200", 8);
-  const tune::Trial trial = runner.run({1, 1, false}, tune::TrialLength{50, 1.5});
+  const tune::Trial trial = run_trial("200", 8, {1, 1, false}, {50, 1.5});
   ASSERT_TRUE(trial.ok) << trial.note;
   EXPECT_TRUE(trial.capped);
   EXPECT_LT(trial.steady_steps, 50);
