@@ -15,7 +15,6 @@
 
 namespace gpufeed::testing {
 
-
 // Fills a buffer with bytes from a seeded generator.
 inline void fill(loader::PinnedBuffer& b, unsigned seed) {
   std::mt19937_64 rng(seed);
