@@ -236,19 +236,25 @@ class AdaptiveLoaderTorchTest(unittest.TestCase):
         json.dumps(rec)  # a record is JSON
 
     def test_a_starving_loader_grows_and_a_fed_one_is_left_alone(self):
-        step = 0.02
-        fed, _ = self.run_epochs(SleepyDataset(320, 0.0), 2, 3, step, adapt=False)
-        fed_rate = max(r.measurement.batches_per_s for r in fed.history)
-        starved, _ = self.run_epochs(SleepyDataset(320, 0.02), 2, 4, step)
-        rates = [r.measurement.batches_per_s for r in starved.history]
-        print(f"\n[ measured ] sleepy loader: fed {fed_rate:.1f} batches/s; adaptive from 2 workers "
-              f"{', '.join(f'{r:.1f}' for r in rates)} at workers "
-              f"{[r.num_workers for r in starved.history]}")
-        self.assertGreaterEqual(max(rates), 0.95 * fed_rate, [r.summary() for r in starved.history])
+        # Judged on the policy's decisions and the loop's own wait share, not
+        # on a rate against another run: both runs share a noisy machine. The
+        # rate ratio is bench/adapt_sleepy.py's.
+        step = 0.05
+        starved, _ = self.run_epochs(SleepyDataset(320, 0.04), 2, 4, step)
+        h = starved.history
+        print(f"\n[ measured ] sleepy loader from 2 workers:\n  " + "\n  ".join(r.summary() for r in h))
+        # 2 workers x 8 samples x 40 ms = 160 ms a batch against a 50 ms step;
+        # the fed loop's 50 ms step leaves the loader room on a busy machine.
+        self.assertGreater(h[0].measurement.wait_ratio, 0.5, [r.summary() for r in h])
+        self.assertEqual(h[0].action, "grow", [r.summary() for r in h])
+        self.assertGreater(h[1].num_workers, 2, [r.summary() for r in h])
+        # Growth relieves the loop: an epoch after it waits under half as much.
+        later = min(r.measurement.wait_ratio for r in h[1:])
+        self.assertLess(later, 0.5 * h[0].measurement.wait_ratio, [r.summary() for r in h])
         local, _ = self.run_epochs(SleepyDataset(320, 0.0), 2, 4, step)
         self.assertEqual({(r.num_workers, r.prefetch_factor) for r in local.history}, {(2, 2)},
                          [r.summary() for r in local.history])
-
+        self.assertEqual({r.action for r in local.history}, {"hold"}, [r.summary() for r in local.history])
 
 if __name__ == "__main__":
     unittest.main()
