@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "support/cli_runner.hpp"
@@ -185,13 +185,16 @@ TEST(TunePytorchProbe, CtrlCStopsTheProbeAndItsChildren) {
     execv(GPUFEED_BINARY, argv.data());
     _exit(127);
   }
+  // Ready: the probe's child has started its sleeper and written its pid
+  // whole (echo ends the line), not after a guess at how long that takes.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline && !fs::exists(pid_file)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::string pid_line;
+  while (std::chrono::steady_clock::now() < deadline && (pid_line.empty() || pid_line.back() != '\n')) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (fs::exists(pid_file)) pid_line = read_file(pid_file);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the pid written whole
   int sleeper = 0;
-  std::ifstream(pid_file) >> sleeper;
+  std::istringstream(pid_line) >> sleeper;
   ASSERT_GT(sleeper, 0) << read_file(dir / "stdout") << read_file(dir / "stderr");
   const auto interrupted = std::chrono::steady_clock::now();
   kill(pid, SIGINT);
