@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """24w p4 against 32w p4 on allslow-none-s550-b64 with a 300 s cap, side by side.
 
 At this store's ~2 samples/s per worker a 60 s grid run holds about two

@@ -242,7 +242,7 @@ class AdaptiveLoaderTorchTest(unittest.TestCase):
         step = 0.05
         starved, _ = self.run_epochs(SleepyDataset(320, 0.04), 2, 4, step)
         h = starved.history
-        print(f"\n[ measured ] sleepy loader from 2 workers:\n  " + "\n  ".join(r.summary() for r in h))
+        print("\n[ measured ] sleepy loader from 2 workers:\n  " + "\n  ".join(r.summary() for r in h))
         # 2 workers x 8 samples x 40 ms = 160 ms a batch against a 50 ms step;
         # the fed loop's 50 ms step leaves the loader room on a busy machine.
         self.assertGreater(h[0].measurement.wait_ratio, 0.5, [r.summary() for r in h])
@@ -255,6 +255,7 @@ class AdaptiveLoaderTorchTest(unittest.TestCase):
         self.assertEqual({(r.num_workers, r.prefetch_factor) for r in local.history}, {(2, 2)},
                          [r.summary() for r in local.history])
         self.assertEqual({r.action for r in local.history}, {"hold"}, [r.summary() for r in local.history])
+
 
 if __name__ == "__main__":
     unittest.main()
