@@ -34,7 +34,14 @@ using tune::PrintedFigure;
 tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLength& length) {
   tune::Trial trial;
   trial.candidate = c;
-  const std::uint64_t steps = warmup_batches(c) + static_cast<std::uint64_t>(std::max(1, length.steps));
+  // A job that runs {steps} batches and reports at its end is asked for
+  // what fits the round's cap (job_pacing.hpp), its warm-up cut first.
+  const bool asks_steps = setup_.command.find("{steps}") != std::string::npos;
+  const std::uint64_t all_steps = warmup_batches(c) + static_cast<std::uint64_t>(std::max(1, length.steps));
+  const std::uint64_t steps =
+      asks_steps ? pacing_.batches_to_ask(warmup_batches(c), static_cast<std::uint64_t>(std::max(1, c.workers)),
+                                          length.steps, setup_.batch_size, length.max_seconds)
+                 : all_steps;
   const std::string command = expand_command(setup_.command, c, setup_.batch_size, steps);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw runtime_error("cannot create a pipe for --exec");
@@ -168,7 +175,8 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   trial.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (interrupted(trial, setup_.stop)) return trial;
   const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
-  if (metric_seen) pacing_.learn(cpu.first_t_s(), gaps_s, !asked_to_stop && !job_failed, trial.seconds);
+  const double figure_at_s = cpu.first_t_s();
+  if (metric_seen) pacing_.learn(figure_at_s, gaps_s, !asked_to_stop && !job_failed, trial.seconds);
   auto record_cpu = [&] {
     if (auto by_role = cpu.cpu()) {
       tune::record_job_cpu(trial, *by_role, trial.samples_per_s, cpu.window_s(), setup_.batch_size, setup_.ranks);
@@ -220,6 +228,12 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
     return trial;
   }
   trial.samples_per_s = *value;
+  if (asks_steps && pacing_.ends_by_itself) pacing_.learn_run(*value, steps, setup_.batch_size, figure_at_s);
+  if (steps < all_steps) {
+    trial.note += fmt::format("{}asked for {} batches, not {}: {} of its {} warm-up batches fit the {:g} s cap",
+                              trial.note.empty() ? "" : "; ", steps, all_steps, steps - (all_steps - warmup_batches(c)),
+                              warmup_batches(c), length.max_seconds);
+  }
   record_cpu();
   return trial;
 }

@@ -342,6 +342,46 @@ TEST(TuneCli, ExecJobThatPrintsOnlyAtExitIsRunToItsEnd) {
   EXPECT_EQ(doc["dataloader"]["num_workers"], 2);
 }
 
+// A job that runs {steps} batches and reports at its end: once the first
+// trial has shown its rate and lead, a trial whose whole warm-up would not
+// fit the round's cap asks for fewer warm-up batches, and says so. Each
+// batch takes 0.1 s / workers, so the job's figure is 40 samples/s per
+// worker whatever it is asked for.
+TEST(TuneCli, ExecJobThatReportsAtItsEndIsAskedForWhatFitsTheCap) {
+  TempDir dir;
+  const auto job = dir.write("job.sh",
+                             "sleep $(awk \"BEGIN{print 0.2 + $2 * 0.1 / $1}\")\n"
+                             "echo \"final samples/s: $(awk \"BEGIN{print 40 * $1}\")\"\n");
+  auto args = quick_tune(dir / "config.json");
+  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
+  *(std::find(args.begin(), args.end(), "--first-round-seconds") + 1) = "0.6";
+  args.insert(args.end(), {"--short-steps", "2", "--trial-steps", "4", "--exec",
+                           "sh " + job.string() + " {num_workers} {steps}"});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const auto doc = load(dir / "config.json");
+  const auto& trials = doc["search"]["trials"];
+  ASSERT_GT(trials.size(), 2u) << r.out;
+  int cut = 0;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const auto& t = trials[i];
+    EXPECT_TRUE(t["ok"].get<bool>()) << t.dump();
+    const int w = t["num_workers"], p = t["prefetch_factor"];
+    const int steps = t["round"] == 1 ? 2 : 4;
+    const double all_s = 0.2 + (w * p + steps) * 0.1 / w;
+    const bool asked_fewer = t["note"].get<std::string>().find("asked for") != std::string::npos;
+    if (i == 0) {
+      EXPECT_FALSE(asked_fewer) << "the first trial knows nothing of the job: " << t.dump();
+    }
+    if (!asked_fewer) continue;
+    ++cut;
+    EXPECT_LT(t["seconds"].get<double>(), all_s) << t.dump();
+    EXPECT_NEAR(t["samples_per_s"].get<double>(), 40.0 * w, 1e-6) << t.dump();
+  }
+  EXPECT_GT(cut, 0) << "a trial of prefetch 4 or 8 holds a warm-up of 8-16 x 0.05 s, over the 0.6 s short round: "
+                    << trials.dump();
+}
+
 // A job that prints no figure at all gets one error naming the metric that
 // needs none, after its first trial, and no config.
 TEST(TuneCli, ExecJobThatPrintsNothingIsOneErrorNamingDataWait) {

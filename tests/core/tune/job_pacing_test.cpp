@@ -21,6 +21,7 @@ TEST(JobPacing, AJobThatPrintsOnlyAtItsEndIsWaitedForOneAndAHalfRuns) {
   EXPECT_DOUBLE_EQ(p.startup_cap_s(10, 300), 1.5 * 16.5);
   p.learn(12.0, {}, true, 12.5);
   EXPECT_DOUBLE_EQ(p.run_s, 16.5) << "the longest run seen";
+  EXPECT_DOUBLE_EQ(p.startup_cap_s(40, 300), 60) << "a trial asked for what fits the cap has half the cap more";
 }
 
 TEST(JobPacing, APeriodicReporterIsWaitedForTwiceItsStartUpAndItsIntervalIsTheMedianGap) {
@@ -40,6 +41,51 @@ TEST(JobPacing, OneFigureFromAJobThatWasStoppedIsNoEndOfRun) {
   p.learn(5.0, {}, false, 30);
   EXPECT_FALSE(p.ends_by_itself) << "stopped at its time: it did not end by itself";
   EXPECT_DOUBLE_EQ(p.startup_cap_s(5, 300), 10.0);
+}
+
+// A job that reports at its end, asked for 42 batches of 256, printed 80
+// samples/s 150 s in: its 41 counted batches took 131.2 s, so 18.8 s went
+// before them.
+TEST(JobPacing, AnEndOfRunFigureGivesTheJobsLeadAndRate) {
+  JobPacing p;
+  p.learn(150, {}, true, 151);
+  p.learn_run(80, 42, 256, 150);
+  EXPECT_DOUBLE_EQ(p.rate_seen, 80);
+  EXPECT_NEAR(p.lead_s, 150 - 41 * 256 / 80.0, 1e-9);
+  p.learn_run(60, 10, 256, 40);
+  EXPECT_DOUBLE_EQ(p.rate_seen, 80) << "the highest rate";
+  EXPECT_NEAR(p.lead_s, 150 - 41 * 256 / 80.0, 1e-9) << "the longest lead";
+  p.learn_run(0, 10, 256, 40);
+  p.learn_run(50, 1, 256, 40);
+  EXPECT_DOUBLE_EQ(p.rate_seen, 80) << "a figure of 0, or of one batch, teaches nothing";
+}
+
+TEST(JobPacing, AllTheWarmUpIsAskedForWhileTheRunFitsTheCap) {
+  JobPacing p;
+  EXPECT_EQ(p.batches_to_ask(32, 8, 20, 256, 40), 52u) << "nothing learnt yet";
+  p.learn(5, {}, true, 6);
+  p.learn_run(1000, 40, 16, 5);
+  EXPECT_EQ(p.batches_to_ask(32, 8, 20, 16, 40), 52u) << "52 batches of 16 at 1000 samples/s: under a second";
+}
+
+TEST(JobPacing, TheWarmUpIsCutFirstWhenTheRunWouldNotFitTheCap) {
+  JobPacing p;
+  p.learn(100, {}, true, 101);
+  p.learn_run(80, 28, 256, 100);  // lead 100 - 27 x 3.2 = 13.6 s
+  // 40 s cap: 1 + (40 - 13.6) x 80 / 256 = 9.25 batches fit, fewer than
+  // the first wave (8) and the 20 steps: those are the least asked.
+  EXPECT_EQ(p.batches_to_ask(32, 8, 20, 256, 40), 28u);
+  // 120 s cap: 34.25 fit, between the least (8 + 20) and all (32 + 20).
+  EXPECT_EQ(p.batches_to_ask(32, 8, 20, 256, 120), 34u);
+  EXPECT_EQ(p.batches_to_ask(32, 8, 20, 256, 1000), 52u) << "all of them fit";
+  EXPECT_EQ(p.batches_to_ask(2, 2, 20, 256, 1), 22u) << "the first wave is the whole warm-up";
+}
+
+TEST(JobPacing, AJobThatRunsOnGetsEveryBatch) {
+  JobPacing p;
+  p.learn(4.0, {2.0, 2.0}, false, 30);
+  p.learn_run(80, 28, 256, 100);
+  EXPECT_EQ(p.batches_to_ask(32, 8, 20, 256, 40), 52u) << "the trial stops a periodic reporter at its time";
 }
 
 }  // namespace
