@@ -412,8 +412,17 @@ tune::SearchOptions Session::search_options() {
 void Session::verify_phase() {
   rep.phase(4, fmt::format("verify: {} search, {} target", r.search, r.exec.empty() ? "built-in loader" : "your job"));
   if (!r.exec.empty()) {
-    auto exec = platform.job_runner(ExecTrialSetup{r.exec, r.metric_regex, r.batch_size, stop, budget.ranks,
-                                                   r.first_figure_s, r.metric == "data-wait", m.step_mean_ms});
+    ExecTrialSetup setup{r.exec, r.metric_regex, r.batch_size, stop, budget.ranks,
+                         r.first_figure_s, r.metric == "data-wait", m.step_mean_ms};
+    // Phase 3's model sizes a {steps} job's first trial (job_pacing.hpp);
+    // a copy, so the runner never outlives what it reads.
+    setup.model_rate = [model = predictions](const tune::Candidate& c) {
+      for (const auto& p : model) {
+        if (p.candidate == c) return p.samples_per_s;
+      }
+      return 0.0;
+    };
+    auto exec = platform.job_runner(setup);
     exec_runner = exec.get();
     runner = std::move(exec);
   } else {

@@ -38,9 +38,12 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   // what fits the round's cap (job_pacing.hpp), its warm-up cut first.
   const bool asks_steps = setup_.command.find("{steps}") != std::string::npos;
   const std::uint64_t all_steps = warmup_batches(c) + static_cast<std::uint64_t>(std::max(1, length.steps));
+  const double model_rate = asks_steps && setup_.model_rate ? setup_.model_rate(c) : 0.0;
+  const double sized_by = pacing_.sizing_rate(model_rate);
+  const bool by_model = sized_by > 0 && sized_by == model_rate && !pacing_.figures_seen;
   const std::uint64_t steps =
       asks_steps ? pacing_.batches_to_ask(warmup_batches(c), static_cast<std::uint64_t>(std::max(1, c.workers)),
-                                          length.steps, setup_.batch_size, length.max_seconds)
+                                          length.steps, setup_.batch_size, length.max_seconds, model_rate)
                  : all_steps;
   const std::string command = expand_command(setup_.command, c, setup_.batch_size, steps);
   int fds[2];
@@ -230,9 +233,10 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   trial.samples_per_s = *value;
   if (asks_steps && pacing_.ends_by_itself) pacing_.learn_run(*value, steps, setup_.batch_size, figure_at_s);
   if (steps < all_steps) {
-    trial.note += fmt::format("{}asked for {} batches, not {}: {} of its {} warm-up batches fit the {:g} s cap",
+    trial.note += fmt::format("{}asked for {} batches, not {}: {} of its {} warm-up batches fit the {:g} s cap{}",
                               trial.note.empty() ? "" : "; ", steps, all_steps, steps - (all_steps - warmup_batches(c)),
-                              warmup_batches(c), length.max_seconds);
+                              warmup_batches(c), length.max_seconds,
+                              by_model ? fmt::format(" at the model's {:.0f} samples/s", sized_by) : "");
   }
   record_cpu();
   return trial;

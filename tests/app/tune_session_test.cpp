@@ -139,9 +139,11 @@ class FakePlatform final : public TunePlatform {
   BuiltinTrialSetup builtin_setup;
   double full_seconds = 2;  // request()'s trial_s
   std::vector<tune::TrialLength> lengths;  // every built-in trial's
-  std::unique_ptr<JobTrialRunner> job_runner(const ExecTrialSetup&) override {
+  std::unique_ptr<JobTrialRunner> job_runner(const ExecTrialSetup& setup) override {
+    job_setup = setup;
     return std::make_unique<FakeRunner>(script, &trials);
   }
+  ExecTrialSetup job_setup;
   tune::ScratchSpace scratch_space() override { return {"/scratch", 0}; }
   void write_config(const TuneRequest&, const tune::TunedConfig& config) override { written.push_back(config); }
   double seconds_since_start() override { return clock; }
@@ -280,6 +282,23 @@ TEST_F(TuneSession, AJobTargetRecordsItsCommandAndStep) {
   EXPECT_EQ(config.workload.exec, r.exec);
   EXPECT_EQ(config.workload.metric, "data-wait");
   EXPECT_DOUBLE_EQ(config.workload.data_wait_step_ms, 20.0);
+}
+
+// A job's first trial is sized by the model (job_pacing.hpp): the runner
+// is given the model's rate for each candidate, none for one the model
+// never priced.
+TEST_F(TuneSession, AJobsTrialsAreGivenTheModelsRate) {
+  TuneRequest r = request();
+  r.exec = "python train.py --workers {num_workers} --steps {steps}";
+  run(r);
+  ASSERT_TRUE(platform.job_setup.model_rate);
+  // 10 ms a sample per worker, a 20 ms step of 16: 2 workers supply about
+  // 200 samples/s, 8 are fed at 800.
+  const double two = platform.job_setup.model_rate({2, 2, true});
+  EXPECT_GT(two, 150);
+  EXPECT_LT(two, 250);
+  EXPECT_NEAR(platform.job_setup.model_rate({8, 2, true}), 800, 80);
+  EXPECT_EQ(platform.job_setup.model_rate({9999, 2, true}), 0) << "a config outside the space has no model figure";
 }
 
 // I/O-bound workers: a sample takes 100 ms of waiting, so feeding 800

@@ -159,6 +159,9 @@ struct ExecTrialSetup {
   // has timed the job's own: --step-ms (0: none).
   bool data_wait = false;
   double step_ms_hint = 0;
+  // The model's samples/s per rank for a candidate (0: none): how a job
+  // that runs {steps} batches is sized before any trial has shown its rate.
+  std::function<double(const tune::Candidate&)> model_rate;
 };
 
 // The user's job as a trial target; it also learns the job's step.

@@ -43,11 +43,17 @@ struct JobPacing {
   // warm-up goes first because a job's own figure counts it anyway: past
   // the first wave, in a loop that takes batches as its workers start, a
   // queue that fills drains at the step and one that never fills holds no
-  // backlog, and neither moves the figure. A job that
-  // runs on (reports periodically, or is still unknown) gets them all: the
+  // backlog, and neither moves the figure. Before any trial has shown the
+  // job's rate, `model_rate` (the model's samples/s for this config; 0:
+  // none) sizes it the same way, its lead taken as 0: a model that is
+  // optimistic asks for more batches, never fewer than the first wave and
+  // the steps. A job that runs on (reports periodically) gets them all: the
   // trial stops it at its time.
   std::uint64_t batches_to_ask(std::uint64_t warmup, std::uint64_t first_wave, int steps, int batch_size,
-                               double cap_s) const;
+                               double cap_s, double model_rate = 0) const;
+  // The rate batches_to_ask sizes by: the highest seen, else the model's
+  // before the first figure, else 0 (every batch asked for).
+  double sizing_rate(double model_rate) const;
 };
 
 }  // namespace gpufeed::tune

@@ -38,12 +38,21 @@ void JobPacing::learn_run(double samples_per_s, std::uint64_t batches, int batch
   lead_s = std::max(lead_s, std::clamp(figure_at_s - counted_s, 0.0, figure_at_s));
 }
 
+double JobPacing::sizing_rate(double model_rate) const {
+  if (ends_by_itself && rate_seen > 0) return rate_seen;
+  // A job of {steps} batches most likely ends after them: until a trial
+  // says otherwise, the model's rate stands in for the one unseen.
+  if (!figures_seen && model_rate > 0) return model_rate;
+  return 0;
+}
+
 std::uint64_t JobPacing::batches_to_ask(std::uint64_t warmup, std::uint64_t first_wave, int steps, int batch_size,
-                                        double cap_s) const {
+                                        double cap_s, double model_rate) const {
   const auto steady = static_cast<std::uint64_t>(std::max(1, steps));
   const std::uint64_t all = warmup + steady;
-  if (!ends_by_itself || rate_seen <= 0 || batch_size <= 0) return all;
-  const double fit = 1 + std::max(0.0, cap_s - lead_s) * rate_seen / batch_size;
+  const double rate = sizing_rate(model_rate);
+  if (rate <= 0 || batch_size <= 0) return all;
+  const double fit = 1 + std::max(0.0, cap_s - lead_s) * rate / batch_size;
   const std::uint64_t least = std::min(all, first_wave + steady);
   if (fit >= static_cast<double>(all)) return all;
   return std::max(least, static_cast<std::uint64_t>(std::floor(fit)));

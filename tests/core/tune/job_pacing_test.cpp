@@ -88,5 +88,29 @@ TEST(JobPacing, AJobThatRunsOnGetsEveryBatch) {
   EXPECT_EQ(p.batches_to_ask(32, 8, 20, 256, 40), 52u) << "the trial stops a periodic reporter at its time";
 }
 
+// Before any figure the model's rate sizes the trial, its lead taken as 0;
+// once a trial has shown the job's own rate, that rate does, and once a
+// trial has shown a periodic reporter, nothing is cut.
+TEST(JobPacing, TheFirstTrialIsSizedByTheModelsRate) {
+  JobPacing p;
+  // 128 workers, prefetch 8, batch 16: 1024 warm-up batches. At the model's
+  // 55 samples/s, 1 + 40 x 55 / 16 = 138.5 fit the 40 s cap, under the
+  // first wave (128) and the 20 steps: those are the least asked.
+  EXPECT_EQ(p.batches_to_ask(1024, 128, 20, 16, 40, 55), 148u);
+  // 300 s: 1 + 300 x 55 / 16 = 1032.25 fit, between the least and all.
+  EXPECT_EQ(p.batches_to_ask(1024, 128, 20, 16, 300, 55), 1032u);
+  EXPECT_EQ(p.batches_to_ask(1024, 128, 20, 16, 40), 1044u) << "no model, no rate: every batch";
+  EXPECT_DOUBLE_EQ(p.sizing_rate(55), 55);
+
+  p.learn(30, {}, true, 31);
+  p.learn_run(40, 148, 16, 30);
+  EXPECT_DOUBLE_EQ(p.sizing_rate(55), 40) << "the job's own rate, once seen, not the model's";
+
+  JobPacing periodic;
+  periodic.learn(4.0, {2.0, 2.0}, false, 30);
+  EXPECT_EQ(periodic.batches_to_ask(1024, 128, 20, 16, 40, 55), 1044u) << "a periodic reporter is stopped at its time";
+  EXPECT_DOUBLE_EQ(periodic.sizing_rate(55), 0);
+}
+
 }  // namespace
 }  // namespace gpufeed::tune
