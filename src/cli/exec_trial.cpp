@@ -97,6 +97,12 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
     if (trace) need = std::max(need, known_step_ms() > 0 ? length.steps * known_step_ms() / 1e3 : length.max_seconds / 2);
     if (!gaps_s.empty()) need = std::max(need, 2 * gaps_s.back());
     else if (pacing_.interval_s > 0) need = std::max(need, 2 * pacing_.interval_s);
+    // A job of {steps} batches that may report at its end (not yet seen
+    // reporting periodically) gets the cap to end by itself after its
+    // figure: a SIGTERM while its workers shut down would read as a job
+    // that runs on, and lose what sizes its later trials. A second figure
+    // shows a periodic reporter, and the rules above take over.
+    else if (asks_steps && (!pacing_.figures_seen || pacing_.ends_by_itself)) need = std::max(need, length.max_seconds);
     capped = need > length.max_seconds;
     return start + std::chrono::duration<double>(cpu.first_t_s() + std::min(need, length.max_seconds));
   };
