@@ -185,7 +185,10 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
   if (interrupted(trial, setup_.stop)) return trial;
   const bool job_failed = !out_of_time && exited && (!WIFEXITED(status) || WEXITSTATUS(status) != 0);
   const double figure_at_s = cpu.first_t_s();
-  if (metric_seen) pacing_.learn(figure_at_s, gaps_s, !asked_to_stop && !job_failed, trial.seconds);
+  // How it reports, not how it exited: a job that printed its figure and
+  // then failed in its shut-down (a DataLoader whose workers outlive its
+  // join) still ended by itself.
+  if (metric_seen) pacing_.learn(figure_at_s, gaps_s, !asked_to_stop, trial.seconds);
   auto record_cpu = [&] {
     if (auto by_role = cpu.cpu()) {
       tune::record_job_cpu(trial, *by_role, trial.samples_per_s, cpu.window_s(), setup_.batch_size, setup_.ranks);
@@ -237,6 +240,10 @@ tune::Trial ExecTrialRunner::run(const tune::Candidate& c, const tune::TrialLeng
     return trial;
   }
   trial.samples_per_s = *value;
+  if (job_failed) {
+    trial.note += fmt::format("{}the job exited with status {} after its figure", trial.note.empty() ? "" : "; ",
+                              WEXITSTATUS(status));
+  }
   if (asks_steps && pacing_.ends_by_itself) pacing_.learn_run(*value, steps, setup_.batch_size, figure_at_s);
   if (steps < all_steps) {
     trial.note += fmt::format("{}asked for {} batches, not {}: {} of its {} warm-up batches fit the {:g} s cap{}",

@@ -417,6 +417,35 @@ TEST(TuneCli, ExecJobThatShutsDownSlowlyAfterItsFigureStillEndsByItself) {
   EXPECT_GT(cut, 0) << "the first trial's job was stopped in its shut-down: " << trials.dump();
 }
 
+// A job that reports at its end and then exits non-zero (its shut-down
+// failed) still reports at its end: its later trials are sized, and each
+// trial's note says how it exited.
+TEST(TuneCli, ExecJobThatFailsAfterItsFigureIsStillSizedAndSaysSo) {
+  TempDir dir;
+  const auto job = dir.write("job.sh",
+                             "sleep $(awk \"BEGIN{print 0.2 + $2 * 0.5 / $1}\")\n"
+                             "echo \"final samples/s: $(awk \"BEGIN{print 8 * $1}\")\"\n"
+                             "exit 3\n");
+  auto args = quick_tune(dir / "config.json");
+  *(std::find(args.begin(), args.end(), "--max-workers") + 1) = "2";
+  *(std::find(args.begin(), args.end(), "--first-round-seconds") + 1) = "3";
+  *(std::find(args.begin(), args.end(), "--trial-seconds") + 1) = "3";
+  args.insert(args.end(), {"--short-steps", "2", "--trial-steps", "4", "--exec",
+                           "sh " + job.string() + " {num_workers} {steps}"});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const auto doc = load(dir / "config.json");
+  const auto& trials = doc["search"]["trials"];
+  ASSERT_GT(trials.size(), 1u) << r.out;
+  int cut = 0;
+  for (const auto& t : trials) {
+    EXPECT_TRUE(t["ok"].get<bool>()) << t.dump();
+    EXPECT_NE(t["note"].get<std::string>().find("exited with status 3 after its figure"), std::string::npos) << t.dump();
+    if (t["note"].get<std::string>().find("asked for") != std::string::npos) ++cut;
+  }
+  EXPECT_GT(cut, 0) << trials.dump();
+}
+
 // A job that prints no figure at all gets one error naming the metric that
 // needs none, after its first trial, and no config.
 TEST(TuneCli, ExecJobThatPrintsNothingIsOneErrorNamingDataWait) {
